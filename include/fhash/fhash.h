@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* fhash.h: names shared by fhashd, fhashctl and other clients: bus names, paths, interfaces, errors */
+#pragma once
+
+#define FHASH_BUS_NAME "org.fhash.Hasher1"
+#define FHASH_MANAGER_PATH "/org/fhash/Hasher1"
+#define FHASH_JOB_PATH_PREFIX "/org/fhash/Hasher1/job"
+#define FHASH_MANAGER_INTERFACE "org.fhash.Hasher1.Manager"
+#define FHASH_JOB_INTERFACE "org.fhash.Hasher1.Job"
+
+/* Per-file errors carried in FilesHashed results, and method errors. */
+#define FHASH_ERROR_PREFIX "org.fhash.Hasher1.Error."
+#define FHASH_ERROR_NOT_FOUND FHASH_ERROR_PREFIX "NotFound"
+#define FHASH_ERROR_ACCESS_DENIED FHASH_ERROR_PREFIX "AccessDenied"
+#define FHASH_ERROR_IO FHASH_ERROR_PREFIX "IO"
+#define FHASH_ERROR_CHANGED FHASH_ERROR_PREFIX "Changed"
+#define FHASH_ERROR_NOT_REGULAR FHASH_ERROR_PREFIX "NotRegular"
+#define FHASH_ERROR_MISMATCH FHASH_ERROR_PREFIX "Mismatch"
+#define FHASH_ERROR_CANCELLED FHASH_ERROR_PREFIX "Cancelled"
+#define FHASH_ERROR_BUSY FHASH_ERROR_PREFIX "Busy"
+#define FHASH_ERROR_TOO_LARGE FHASH_ERROR_PREFIX "TooLarge"
+
+/* The system bus lets a message carry at most 16 fds. */
+#define FHASH_MAX_FDS_PER_CALL 16

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* engine.h: the hashing engine: an io_uring reader thread, a registered buffer pool and pinned workers */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hash.h"
+
+/*
+ * Threads and ownership
+ * ---------------------
+ * The engine runs one I/O thread (owner of the io_uring ring) and N hashing workers. The thread that
+ * created the engine is the "consumer": it creates and starts jobs, cancels them and calls
+ * engine_dispatch() when engine_get_fd() becomes readable. Every callback runs inside
+ * engine_dispatch(), on the consumer thread, so callers need no locking of their own. All functions
+ * below must be called from the consumer thread, except engine_job_get_progress() and the getters of
+ * Engine, which any thread may call.
+ */
+
+typedef struct Engine Engine;
+typedef struct EngineJob EngineJob;
+
+typedef enum EngineIoMode {
+        ENGINE_IO_AUTO,              /* io_uring with registered buffers, falling back step by step */
+        ENGINE_IO_URING_REGISTERED,  /* require registered buffers (READ_FIXED) */
+        ENGINE_IO_URING,             /* io_uring with plain READ into unregistered buffers */
+        ENGINE_IO_PREAD,             /* no io_uring: openat/statx/pread on the I/O thread */
+        _ENGINE_IO_MODE_MAX,
+        _ENGINE_IO_MODE_INVALID = -EINVAL,
+} EngineIoMode;
+
+const char *engine_io_mode_to_string(EngineIoMode m);
+EngineIoMode engine_io_mode_from_string(const char *s);
+
+typedef struct EngineConfig {
+        unsigned workers;      /* hashing threads; 0 = one per online CPU */
+        size_t buffer_size;    /* bytes per pool slot; 0 = 1 MiB; rounded up to 4 KiB */
+        unsigned buffers;      /* pool slots (reads + hashing in flight); 0 = default (>= 8) */
+        unsigned max_open;     /* files open at once; 0 = default (64) */
+        EngineIoMode io_mode;  /* ENGINE_IO_AUTO unless a test forces a fallback */
+        bool no_pin;           /* do not pin workers to CPUs */
+} EngineConfig;
+
+/* Starts the I/O thread and the workers. -ENOMEM, -EINVAL for a bad config, or the errno of the
+ * first thing that failed. Falls back from registered buffers to unregistered to pread in AUTO. */
+int engine_new(const EngineConfig *config, Engine **ret);
+/* Cancels every job, joins all threads, closes every fd and frees everything. Pending results are
+ * dropped without callbacks. Takes NULL. */
+Engine *engine_free(Engine *e);
+
+/* An eventfd (EFD_NONBLOCK) that is readable whenever engine_dispatch() has something to deliver. */
+int engine_get_fd(Engine *e);
+/* Delivers pending file results and job completions through the jobs' callbacks. Returns the
+ * number of events delivered (>= 0), never blocks. */
+int engine_dispatch(Engine *e);
+/* Blocks until something can be dispatched or timeout_usec passes (UINT64_MAX = forever), then
+ * dispatches. For simple clients (fhashctl --local, tests, benchmarks) without an event loop. */
+int engine_run_once(Engine *e, uint64_t timeout_usec);
+
+EngineIoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after fallbacks */
+unsigned engine_get_workers(Engine *e);
+size_t engine_get_buffer_size(Engine *e);
+unsigned engine_get_buffers(Engine *e);
+uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
+unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finished yet */
+
+typedef enum EngineFileStatus {
+        ENGINE_FILE_OK,         /* digest is valid */
+        ENGINE_FILE_ERROR,      /* error holds -errno (ENOENT, EACCES, EIO, EISDIR, EFBIG, ...) */
+        ENGINE_FILE_CHANGED,    /* size or mtime differed between the start and the end of reading */
+        ENGINE_FILE_CANCELLED,  /* the job was cancelled before the file finished */
+        _ENGINE_FILE_STATUS_MAX,
+        _ENGINE_FILE_STATUS_INVALID = -EINVAL,
+} EngineFileStatus;
+
+typedef struct EngineFileResult {
+        size_t index;              /* position of the input in the job, from 0 */
+        EngineFileStatus status;
+        int error;                 /* -errno when status == ENGINE_FILE_ERROR, else 0 */
+        uint64_t size;             /* bytes hashed (for CHANGED: bytes read) */
+        size_t digest_size;        /* 0 unless status == ENGINE_FILE_OK */
+        uint8_t digest[HASH_DIGEST_MAX];
+        /* What stat said at the start and at the end, for CHANGED (both zero if never known). */
+        uint64_t size_before, size_after;
+        int64_t mtime_before_nsec, mtime_after_nsec;
+} EngineFileResult;
+
+typedef enum EngineJobResult {
+        ENGINE_JOB_DONE,       /* every file has a result, none cancelled */
+        ENGINE_JOB_CANCELLED,  /* engine_job_cancel() or engine_free() */
+} EngineJobResult;
+
+typedef struct EngineJobCallbacks {
+        /* Once per input, in completion order (not input order). */
+        void (*file_done)(EngineJob *j, const EngineFileResult *r, void *userdata);
+        /* Once, after the last file_done of the job. The job may be unref'd from here. */
+        void (*job_done)(EngineJob *j, EngineJobResult result, void *userdata);
+} EngineJobCallbacks;
+
+typedef struct EngineJobOptions {
+        uint64_t max_file_size;  /* 0 = unlimited; more bytes than this fails the file with -EFBIG */
+        bool dontcache;          /* RWF_DONTCACHE reads where the kernel supports them */
+        bool no_change_check;    /* skip the stat after reading (inputs known to be immutable) */
+} EngineJobOptions;
+
+/* A job starts empty; add inputs, then start it. */
+int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, EngineJob **ret);
+EngineJob *engine_job_ref(EngineJob *j);
+/* Drops a reference. Dropping the last reference of a started job that has not finished cancels
+ * it; the engine keeps what it needs until its I/O is retired, but no callback fires any more. */
+EngineJob *engine_job_unref(EngineJob *j);
+
+/* Adds a path input (copied; relative paths resolve against the cwd at start). Returns the index. */
+int engine_job_add_path(EngineJob *j, const char *path);
+/* Adds an open fd input; the job takes ownership of the fd on success (not on failure), reads it from
+ * offset 0 if seekable, else as a stream, and closes it as soon as the file is done. Returns the index. */
+int engine_job_add_fd(EngineJob *j, int fd);
+/* Queues the job in the engine. Callbacks fire from engine_dispatch() afterwards. -EBUSY if started. */
+int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata);
+/* Asks the engine to stop the job: no new reads are issued, reads in flight are cancelled, every fd
+ * and buffer is released promptly; unfinished files end CANCELLED and job_done says CANCELLED. */
+void engine_job_cancel(EngineJob *j);
+
+typedef struct EngineJobProgress {
+        uint64_t bytes_done;    /* hashed */
+        uint64_t bytes_total;   /* sum of the sizes known so far (grows as files are opened) */
+        size_t files_done;
+        size_t files_total;
+        size_t files_failed;
+        uint64_t start_usec;    /* CLOCK_MONOTONIC when the job started; 0 if not started */
+} EngineJobProgress;
+
+/* Any thread; lock-free snapshot. */
+void engine_job_get_progress(EngineJob *j, EngineJobProgress *ret);
+size_t engine_job_get_n_inputs(EngineJob *j);
+HashAlgo engine_job_get_algo(EngineJob *j);
+bool engine_job_is_finished(EngineJob *j);
+
+uint64_t now_usec(void);   /* CLOCK_MONOTONIC in microseconds */
