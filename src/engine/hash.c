@@ -156,7 +156,9 @@ int hash_ctx_init(HashCtx *c, HashAlgo a)
                 if (!hash_evp_md[a])
                         return -EOPNOTSUPP;
                 /* Re-initialising the same EVP_MD_CTX with a prefetched digest keeps the context
-                 * and the fetch out of the per-file path. */
+                 * and the fetch out of the per-file path. OpenSSL 3.0 itself still frees and
+                 * re-creates the provider's small state here (one malloc per file, not per
+                 * buffer); 3.1 reuses it when the digest is unchanged (openssl#16947). */
                 if (EVP_DigestInit_ex2(c->evp, hash_evp_md[a], NULL) != 1)
                         return -EIO;
                 break;
