@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "manifest.h"
+#include "output.h"
+
+static HashAlgo algo_from_hex_len(size_t n)
+{
+        switch (n) {
+        case 8:
+                return HASH_CRC32C;
+        case 16:
+                return HASH_XXH3;
+        case 32:
+                return HASH_MD5;
+        case 40:
+                return HASH_SHA1;
+        case 64:
+                return HASH_SHA256;
+        case 128:
+                return HASH_SHA512;
+        default:
+                return _HASH_ALGO_INVALID;
+        }
+}
+
+static size_t hex_span(const char *s, size_t len)
+{
+        size_t n = 0;
+
+        while (n < len && isxdigit((unsigned char)s[n]))
+                n++;
+        return n;
+}
+
+/* Copies the name, undoing coreutils' escapes when the line started with a backslash. */
+static int name_copy(const char *s, size_t len, bool escaped, char **ret)
+{
+        _cleanup_free_ char *name = NULL;
+        size_t k = 0;
+
+        if (len == 0 || memchr(s, '\0', len))
+                return -EINVAL;
+        name = malloc(len + 1);
+        if (!name)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+                if (!escaped || s[i] != '\\') {
+                        name[k++] = s[i];
+                        continue;
+                }
+                if (++i >= len)
+                        return -EINVAL;
+                if (s[i] == 'n')
+                        name[k++] = '\n';
+                else if (s[i] == 'r')
+                        name[k++] = '\r';
+                else if (s[i] == '\\')
+                        name[k++] = '\\';
+                else
+                        return -EINVAL;
+        }
+        name[k] = '\0';
+        *ret = TAKE_PTR(name);
+        return 0;
+}
+
+static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo)
+{
+        if (n != 2 * hash_algo_digest_size(algo) || n >= sizeof(e->hex) || hex_span(hex, n) != n)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                e->hex[i] = (char)tolower((unsigned char)hex[i]);
+        e->hex[n] = '\0';
+        e->algo = algo;
+        return 0;
+}
+
+/* "TAG (NAME) = HEX"; returns -EAGAIN if the line does not start with a known tag. */
+static int parse_tagged(const char *s, size_t len, bool escaped, HashAlgo want, ManifestEntry *e)
+{
+        size_t t = 0, i, close;
+        HashAlgo a;
+        int r;
+
+        while (t < len && (isalnum((unsigned char)s[t]) || s[t] == '-' || s[t] == '_'))
+                t++;
+        i = t;
+        if (i < len && s[i] == ' ')
+                i++;
+        if (t == 0 || i >= len || s[i] != '(')
+                return -EAGAIN;
+        a = output_algo_from_tag(s, t);
+        if (a < 0)
+                return -EAGAIN;
+        if (want >= 0 && a != want)
+                return -EINVAL;
+        i++;
+
+        /* BSD tools do not escape names, so the name ends at the last ')' of the line. */
+        close = len;
+        while (close > i && s[close - 1] != ')')
+                close--;
+        if (close <= i)
+                return -EINVAL;
+        close--;
+
+        size_t h = close + 1;
+        while (h < len && (s[h] == ' ' || s[h] == '\t'))
+                h++;
+        if (h >= len || s[h] != '=')
+                return -EINVAL;
+        h++;
+        while (h < len && (s[h] == ' ' || s[h] == '\t'))
+                h++;
+
+        r = set_hex(e, s + h, len - h, a);
+        if (r < 0)
+                return r;
+        return name_copy(s + i, close - i, escaped, &e->name);
+}
+
+static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want, ManifestEntry *e)
+{
+        HashAlgo a = want;
+        size_t n, i;
+        int r;
+
+        if (len > 5 && memcmp(s, "XXH3_", 5) == 0) {
+                if (want >= 0 && want != HASH_XXH3)
+                        return -EINVAL;
+                a = HASH_XXH3;
+                s += 5;
+                len -= 5;
+        }
+        n = hex_span(s, len);
+        if (n == 0 || n >= len || (s[n] != ' ' && s[n] != '\t'))
+                return -EINVAL;
+        if (a < 0)
+                a = algo_from_hex_len(n);
+        if (a < 0)
+                return -EINVAL;
+        r = set_hex(e, s, n, a);
+        if (r < 0)
+                return r;
+        i = n + 1;
+        if (i < len && (s[i] == ' ' || s[i] == '*'))
+                i++;
+        return name_copy(s + i, len - i, escaped, &e->name);
+}
+
+int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret)
+{
+        ManifestEntry e = { .algo = _HASH_ALGO_INVALID };
+        bool escaped = false;
+        int r;
+
+        if (len > 0 && line[len - 1] == '\r')
+                len--;
+        while (len > 0 && (*line == ' ' || *line == '\t'))
+                line++, len--;
+        if (len == 0 || *line == '#')
+                return 0;
+        if (*line == '\\') {
+                escaped = true;
+                line++, len--;
+        }
+
+        r = parse_tagged(line, len, escaped, algo, &e);
+        if (r == -EAGAIN)
+                r = parse_untagged(line, len, escaped, algo, &e);
+        if (r < 0) {
+                free(e.name);
+                return r;
+        }
+        *ret = e;
+        return 1;
+}
+
+int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret)
+{
+        _cleanup_free_ Manifest *m = NULL;
+        size_t entries_alloc = 0, bad_alloc = 0;
+        unsigned lineno = 0;
+        char end = zero ? '\0' : '\n';
+        int r = 0;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+
+        for (size_t off = 0; off < size;) {
+                const char *p = buf + off, *nl = memchr(p, end, size - off);
+                size_t len = nl ? (size_t)(nl - p) : size - off;
+                ManifestEntry e;
+
+                off += len + (nl ? 1 : 0);
+                lineno++;
+
+                r = manifest_parse_line(p, len, algo, &e);
+                if (r == -ENOMEM)
+                        break;
+                if (r == 0)
+                        continue;
+                if (r < 0) {
+                        if (m->n_bad == bad_alloc) {
+                                size_t na = MAX(bad_alloc * 2, (size_t)16);
+                                unsigned *nb = reallocarray(m->bad_lines, na, sizeof(*nb));
+                                if (!nb) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                m->bad_lines = nb;
+                                bad_alloc = na;
+                        }
+                        m->bad_lines[m->n_bad++] = lineno;
+                        r = 0;
+                        continue;
+                }
+                if (m->n_entries == entries_alloc) {
+                        size_t na = MAX(entries_alloc * 2, (size_t)16);
+                        ManifestEntry *ne = reallocarray(m->entries, na, sizeof(*ne));
+                        if (!ne) {
+                                free(e.name);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        m->entries = ne;
+                        entries_alloc = na;
+                }
+                e.line = lineno;
+                m->entries[m->n_entries++] = e;
+                r = 0;
+        }
+        if (r < 0) {
+                manifest_free(TAKE_PTR(m));
+                return r;
+        }
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manifest *manifest_free(Manifest *m)
+{
+        if (!m)
+                return NULL;
+        for (size_t i = 0; i < m->n_entries; i++)
+                free(m->entries[i].name);
+        free(m->entries);
+        free(m->bad_lines);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "macro.h"
+#include "output.h"
+
+static const char *const algo_tags[_HASH_ALGO_MAX] = {
+        [HASH_SHA256] = "SHA256",  [HASH_SHA512] = "SHA512",     [HASH_SHA1] = "SHA1",
+        [HASH_MD5] = "MD5",        [HASH_SHA3_256] = "SHA3-256", [HASH_BLAKE2B] = "BLAKE2b",
+        [HASH_BLAKE3] = "BLAKE3",  [HASH_XXH3] = "XXH3",         [HASH_XXH128] = "XXH128",
+        [HASH_CRC32C] = "CRC32C",
+};
+
+/* Lower-case names, duplicated here (not taken from hash.c) so that the manifest parser stays a pure
+ * function over its buffer that a fuzzer can link with nothing else. Must match hash_algo_to_string(). */
+static const char *const algo_names[_HASH_ALGO_MAX] = {
+        [HASH_SHA256] = "sha256",  [HASH_SHA512] = "sha512",     [HASH_SHA1] = "sha1",
+        [HASH_MD5] = "md5",        [HASH_SHA3_256] = "sha3-256", [HASH_BLAKE2B] = "blake2b",
+        [HASH_BLAKE3] = "blake3",  [HASH_XXH3] = "xxh3",         [HASH_XXH128] = "xxh128",
+        [HASH_CRC32C] = "crc32c",
+};
+
+const char *output_algo_tag(HashAlgo a)
+{
+        if (a < 0 || a >= _HASH_ALGO_MAX)
+                return NULL;
+        return algo_tags[a];
+}
+
+const char *output_algo_name(HashAlgo a)
+{
+        if (a < 0 || a >= _HASH_ALGO_MAX)
+                return NULL;
+        return algo_names[a];
+}
+
+HashAlgo output_algo_from_tag(const char *s, size_t n)
+{
+        for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++) {
+                if (strlen(algo_tags[a]) == n && memcmp(algo_tags[a], s, n) == 0)
+                        return a;
+                if (strlen(algo_names[a]) == n && memcmp(algo_names[a], s, n) == 0)
+                        return a;
+        }
+        return _HASH_ALGO_INVALID;
+}
+
+bool output_name_needs_escape(const char *name)
+{
+        return strpbrk(name, "\n\r\\") != NULL;
+}
+
+static int write_escaped(FILE *f, const char *name)
+{
+        for (const char *p = name; *p; p++) {
+                int r;
+
+                switch (*p) {
+                case '\n':
+                        r = fputs("\\n", f);
+                        break;
+                case '\r':
+                        r = fputs("\\r", f);
+                        break;
+                case '\\':
+                        r = fputs("\\\\", f);
+                        break;
+                default:
+                        r = putc(*p, f);
+                }
+                if (r == EOF)
+                        return -EIO;
+        }
+        return 0;
+}
+
+int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex)
+{
+        bool escape = !zero && output_name_needs_escape(name);
+        const char *tag = output_algo_tag(a);
+        int r;
+
+        if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED))
+                return -EINVAL;
+
+        if (escape && putc('\\', f) == EOF)
+                return -EIO;
+        if (style == OUTPUT_TAGGED) {
+                if (fprintf(f, "%s (", tag) < 0)
+                        return -EIO;
+        } else if (fprintf(f, "%s  ", hex) < 0)
+                return -EIO;
+
+        if (escape) {
+                r = write_escaped(f, name);
+                if (r < 0)
+                        return r;
+        } else if (fputs(name, f) == EOF)
+                return -EIO;
+
+        if (style == OUTPUT_TAGGED && fprintf(f, ") = %s", hex) < 0)
+                return -EIO;
+        if (putc(zero ? '\0' : '\n', f) == EOF)
+                return -EIO;
+        return 0;
+}
+
+int output_write_check_name(FILE *f, const char *name)
+{
+        /* coreutils 9.1 escapes check-mode names only for a newline (a name with only '\r' or '\\'
+         * is printed raw), and then escapes backslashes too so the line can be read back. */
+        if (!strchr(name, '\n'))
+                return fputs(name, f) == EOF ? -EIO : 0;
+        if (putc('\\', f) == EOF)
+                return -EIO;
+        for (const char *p = name; *p; p++) {
+                int r = *p == '\n' ? fputs("\\n", f) : *p == '\\' ? fputs("\\\\", f) : putc(*p, f);
+                if (r == EOF)
+                        return -EIO;
+        }
+        return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if s does not start one. Rejects overlong
+ * forms, surrogates and code points past U+10FFFF, as a strict decoder (Python's) does. */
+static size_t utf8_valid_len(const unsigned char *s)
+{
+        uint32_t cp;
+        size_t n;
+
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 2, cp = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 3, cp = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 4, cp = s[0] & 0x07;
+        else
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0; /* also stops at the terminating NUL */
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return n;
+}
+
+/* True if byte i of name (of length len) must be written as an escape by quotef(). */
+static bool quote_is_escape(const unsigned char *p, size_t *ret_n)
+{
+        size_t n;
+
+        if (*p < 0x20 || *p == 0x7f) {
+                *ret_n = 1;
+                return true;
+        }
+        n = utf8_valid_len(p);
+        if (n == 0) {
+                *ret_n = 1;
+                return true;
+        }
+        *ret_n = n;
+        /* C1 controls (U+0080..U+009F) are not printable either. */
+        return n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+}
+
+static void quote_put_escape(FILE *f, unsigned char c)
+{
+        static const char letters[] = { [7] = 'a', [8] = 'b', [9] = 't', [10] = 'n',
+                                        [11] = 'v', [12] = 'f', [13] = 'r' };
+
+        if (c < sizeof(letters) && letters[c])
+                fprintf(f, "\\%c", letters[c]);
+        else
+                fprintf(f, "\\%03o", (unsigned)c);
+}
+
+int output_quote(const char *name, char **ret)
+{
+        size_t len = strlen(name), buf_size = 0;
+        bool need = len == 0, has_escape = false, has_squote = false, dq_unsafe = false;
+        _cleanup_free_ char *buf = NULL;
+        FILE *f;
+
+        for (size_t i = 0, n; i < len; i += n) {
+                const unsigned char *p = (const unsigned char *)name + i;
+
+                if (quote_is_escape(p, &n)) {
+                        has_escape = true;
+                        continue;
+                }
+                if (n > 1)
+                        continue;
+                /* The characters gnulib's shell_escape quoting style treats as special. */
+                if (strchr(" !\"$&'()*:;<=>?[\\^`|", *p))
+                        need = true;
+                else if ((*p == '#' || *p == '~') && i == 0)
+                        need = true;
+                else if ((*p == '{' || *p == '}') && len == 1)
+                        need = true;
+                if (*p == '\'')
+                        has_squote = true;
+                if (strchr("!\"$\\`", *p))
+                        dq_unsafe = true;
+        }
+
+        if (!need && !has_escape) {
+                char *s = strdup(name);
+                if (!s)
+                        return -ENOMEM;
+                *ret = s;
+                return 0;
+        }
+
+        f = open_memstream(&buf, &buf_size);
+        if (!f)
+                return -ENOMEM;
+
+        if (has_squote && !has_escape && !dq_unsafe)
+                fprintf(f, "\"%s\"", name);
+        else {
+                /* Inside '...' everything is literal; an escape closes it and continues in $'...',
+                 * which a later plain character closes again with '' before going on. */
+                bool in_dollar = false;
+
+                putc('\'', f);
+                for (size_t i = 0, n; i < len; i += n) {
+                        const unsigned char *p = (const unsigned char *)name + i;
+
+                        if (quote_is_escape(p, &n)) {
+                                if (!in_dollar)
+                                        fputs("'$'", f);
+                                in_dollar = true;
+                                for (size_t k = 0; k < n; k++)
+                                        quote_put_escape(f, p[k]);
+                                continue;
+                        }
+                        if (*p == '\'') {
+                                fputs("'\\''", f);
+                                in_dollar = false;
+                                continue;
+                        }
+                        if (in_dollar)
+                                fputs("''", f);
+                        in_dollar = false;
+                        fwrite(p, 1, n, f);
+                }
+                putc('\'', f);
+        }
+
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int output_write_json_string(FILE *f, const char *s)
+{
+        if (putc('"', f) == EOF)
+                return -EIO;
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                size_t n = utf8_valid_len(p);
+                int r;
+
+                if (n == 0) {
+                        r = fprintf(f, "\\udc%02x", (unsigned)*p);
+                        n = 1;
+                } else if (*p == '"' || *p == '\\')
+                        r = fprintf(f, "\\%c", *p);
+                else if (*p == '\n')
+                        r = fputs("\\n", f);
+                else if (*p == '\r')
+                        r = fputs("\\r", f);
+                else if (*p == '\t')
+                        r = fputs("\\t", f);
+                else if (*p < 0x20)
+                        r = fprintf(f, "\\u%04x", (unsigned)*p);
+                else
+                        r = fwrite(p, 1, n, f) == n ? 0 : EOF;
+                if (r < 0)
+                        return -EIO;
+                p += n;
+        }
+        return putc('"', f) == EOF ? -EIO : 0;
+}
+
+int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
+                             const char *error)
+{
+        const char *algo = output_algo_name(a);
+        int r;
+
+        if (!algo)
+                return -EINVAL;
+        if (fputs("{\"name\":", f) == EOF)
+                return -EIO;
+        r = output_write_json_string(f, name);
+        if (r < 0)
+                return r;
+        if (fprintf(f, ",\"algorithm\":\"%s\",\"digest\":", algo) < 0)
+                return -EIO;
+        if (hex)
+                r = fprintf(f, "\"%s\",\"size\":%" PRIu64, hex, size);
+        else
+                r = fputs("null,\"size\":null", f);
+        if (r < 0)
+                return -EIO;
+        if (fputs(",\"error\":", f) == EOF)
+                return -EIO;
+        r = error ? output_write_json_string(f, error) : (fputs("null", f) == EOF ? -EIO : 0);
+        if (r < 0)
+                return r;
+        return fputs("}\n", f) == EOF ? -EIO : 0;
+}

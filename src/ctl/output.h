@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* output.h: fhashctl's line formats: coreutils-compatible digest lines, BSD tags, quoting, JSON */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hash.h"
+
+typedef enum OutputStyle {
+        OUTPUT_UNTAGGED,  /* "<hex>  <name>", as sha256sum */
+        OUTPUT_TAGGED,    /* "SHA256 (<name>) = <hex>", as cksum --tag / BSD */
+        OUTPUT_JSON,      /* one JSON object per line */
+        _OUTPUT_STYLE_MAX,
+        _OUTPUT_STYLE_INVALID = -EINVAL,
+} OutputStyle;
+
+/* The tag used in BSD-style lines: coreutils' names where coreutils knows the algorithm ("SHA256",
+ * "BLAKE2b", "MD5", ...), the reference tool's otherwise ("BLAKE3", "XXH3", "XXH128", "CRC32C",
+ * "SHA3-256"). NULL for an invalid value. */
+const char *output_algo_tag(HashAlgo a);
+/* The lower-case name ("sha256", "blake2b", ...), equal to hash_algo_to_string(). */
+const char *output_algo_name(HashAlgo a);
+/* The inverse of output_algo_tag() over n bytes of s; also takes our lower-case names. */
+HashAlgo output_algo_from_tag(const char *s, size_t n);
+
+/* True if coreutils would escape this name in a digest line (it holds '\n', '\r' or '\\'). */
+bool output_name_needs_escape(const char *name);
+
+/* Writes one digest line. With zero, the line ends with NUL and the name is written raw (coreutils -z);
+ * otherwise a name that needs escaping gets coreutils' leading backslash, "\\n", "\\r" and "\\\\".
+ * Returns 0 or -errno (-EINVAL for OUTPUT_JSON, which has its own writer). */
+int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex);
+
+/* Writes the name part of a check-mode line ("NAME: OK") as coreutils 9.1 does: only a name that holds
+ * a newline is escaped (leading backslash, "\\n" and "\\\\"). */
+int output_write_check_name(FILE *f, const char *name);
+
+/* Quotes a name for a diagnostic the way coreutils' quotef() does in a UTF-8 locale: unchanged when
+ * it is shell-safe, else '...' (or "..." when only a single quote needs it), control characters and
+ * bytes that are not UTF-8 as $'\n' / $'\377'. */
+int output_quote(const char *name, char **ret);
+
+/* Writes s as a JSON string (with the quotes). Valid UTF-8 is kept, control characters are escaped,
+ * and every byte that is not part of valid UTF-8 becomes a lone surrogate "\udcXX" (XX = the byte),
+ * which is PEP 383's "surrogateescape": Python's json.loads() accepts it and os.fsencode() returns
+ * the original bytes, so names stay lossless; other parsers see one unpaired surrogate per bad byte. */
+int output_write_json_string(FILE *f, const char *s);
+
+/* Writes one result object and a newline:
+ * {"name":…,"algorithm":…,"digest":…|null,"size":N|null,"error":null|"…"}
+ * hex NULL means the file failed; error is NULL on success. */
+int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
+                             const char *error);

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* test-manifest.c: the check-file parser on lines written by coreutils, b3sum and xxhsum */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hash.h"
+#include "macro.h"
+#include "src/ctl/manifest.h"
+
+#define H64 "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
+#define H128 H64 H64
+
+static void entry_is(const char *line, HashAlgo want_algo, HashAlgo a, const char *name, const char *hex)
+{
+        ManifestEntry e = {};
+
+        assert_int_equal(manifest_parse_line(line, strlen(line), want_algo, &e), 1);
+        assert_int_equal(e.algo, a);
+        assert_string_equal(e.name, name);
+        assert_string_equal(e.hex, hex);
+        free(e.name);
+}
+
+static void line_bad(const char *line, HashAlgo want_algo)
+{
+        ManifestEntry e = {};
+
+        assert_int_equal(manifest_parse_line(line, strlen(line), want_algo, &e), -EINVAL);
+        assert_null(e.name);
+}
+
+static void test_untagged(void **state)
+{
+        entry_is(H64 "  sp ace", _HASH_ALGO_INVALID, HASH_SHA256, "sp ace", H64);
+        entry_is(H64 " *bin", _HASH_ALGO_INVALID, HASH_SHA256, "bin", H64);
+        entry_is(H64 " one space", _HASH_ALGO_INVALID, HASH_SHA256, "one space", H64);
+        entry_is(H64 "\tsp ace", _HASH_ALGO_INVALID, HASH_SHA256, "sp ace", H64);
+        entry_is(H64 "  -dash", _HASH_ALGO_INVALID, HASH_SHA256, "-dash", H64);
+        entry_is(H64 "   lead", _HASH_ALGO_INVALID, HASH_SHA256, " lead", H64);
+        entry_is("  " H64 "  indented", _HASH_ALGO_INVALID, HASH_SHA256, "indented", H64);
+        entry_is(H64 "  crlf\r", _HASH_ALGO_INVALID, HASH_SHA256, "crlf", H64);
+        entry_is(H64 "  bad\xffutf", _HASH_ALGO_INVALID, HASH_SHA256, "bad\xffutf", H64);
+        /* Upper case is accepted and normalised. */
+        entry_is("CA978112CA1BBDCAFAC231B39A23DC4DA786EFF8147C4E72B9807785AFEE48BB  up", _HASH_ALGO_INVALID,
+                 HASH_SHA256, "up", H64);
+        /* Length picks the algorithm unless -a is given. */
+        entry_is(H128 "  big", _HASH_ALGO_INVALID, HASH_SHA512, "big", H128);
+        entry_is(H128 "  big", HASH_BLAKE2B, HASH_BLAKE2B, "big", H128);
+        entry_is(H64 "  b3", HASH_BLAKE3, HASH_BLAKE3, "b3", H64);
+        entry_is("0cc175b9c0f1b6a831c399e269772661  m", _HASH_ALGO_INVALID, HASH_MD5, "m",
+                 "0cc175b9c0f1b6a831c399e269772661");
+        entry_is("a96faf705af16834e6c632b61e964e1f  x", HASH_XXH128, HASH_XXH128, "x",
+                 "a96faf705af16834e6c632b61e964e1f");
+        entry_is("86f7e437faa5a7fce15d1ddcb9eaeaea377667b8  s1", _HASH_ALGO_INVALID, HASH_SHA1, "s1",
+                 "86f7e437faa5a7fce15d1ddcb9eaeaea377667b8");
+        entry_is("e6c632b61e964e1f  x3", _HASH_ALGO_INVALID, HASH_XXH3, "x3", "e6c632b61e964e1f");
+        entry_is("e3069283  c", _HASH_ALGO_INVALID, HASH_CRC32C, "c", "e3069283");
+        /* xxhsum 0.8.2 prefixes XXH3 digests. */
+        entry_is("XXH3_e6c632b61e964e1f  x3", _HASH_ALGO_INVALID, HASH_XXH3, "x3", "e6c632b61e964e1f");
+        line_bad("XXH3_e6c632b61e964e1f  x3", HASH_SHA256);
+}
+
+static void test_escaped(void **state)
+{
+        entry_is("\\" H64 "  new\\nline", _HASH_ALGO_INVALID, HASH_SHA256, "new\nline", H64);
+        entry_is("\\" H64 "  back\\\\slash", _HASH_ALGO_INVALID, HASH_SHA256, "back\\slash", H64);
+        entry_is("\\" H64 "  cr\\rret", _HASH_ALGO_INVALID, HASH_SHA256, "cr\rret", H64);
+        entry_is("\\SHA256 (b\\\\o\\nth) = " H64, _HASH_ALGO_INVALID, HASH_SHA256, "b\\o\nth", H64);
+        /* Without the leading backslash, backslashes are part of the name. */
+        entry_is(H64 "  a\\nb", _HASH_ALGO_INVALID, HASH_SHA256, "a\\nb", H64);
+        line_bad("\\" H64 "  sp\\x ace", _HASH_ALGO_INVALID);
+        line_bad("\\" H64 "  trailing\\", _HASH_ALGO_INVALID);
+}
+
+static void test_tagged(void **state)
+{
+        entry_is("SHA256 (sp ace) = " H64, _HASH_ALGO_INVALID, HASH_SHA256, "sp ace", H64);
+        entry_is("SHA256(sp ace)= " H64, _HASH_ALGO_INVALID, HASH_SHA256, "sp ace", H64);
+        entry_is("SHA256 (a) b) = " H64, _HASH_ALGO_INVALID, HASH_SHA256, "a) b", H64);
+        entry_is("BLAKE2b (x) = " H128, _HASH_ALGO_INVALID, HASH_BLAKE2B, "x", H128);
+        entry_is("BLAKE3 (x) = " H64, _HASH_ALGO_INVALID, HASH_BLAKE3, "x", H64);
+        entry_is("SHA3-256 (x) = " H64, _HASH_ALGO_INVALID, HASH_SHA3_256, "x", H64);
+        entry_is("XXH3 (sp ace) = e6c632b61e964e1f", _HASH_ALGO_INVALID, HASH_XXH3, "sp ace", "e6c632b61e964e1f");
+        entry_is("XXH128 (sp ace) = a96faf705af16834e6c632b61e964e1f", _HASH_ALGO_INVALID, HASH_XXH128,
+                 "sp ace", "a96faf705af16834e6c632b61e964e1f");
+        entry_is("MD5 (m) = 0cc175b9c0f1b6a831c399e269772661\r", _HASH_ALGO_INVALID, HASH_MD5, "m",
+                 "0cc175b9c0f1b6a831c399e269772661");
+        /* -a that disagrees with the tag: improperly formatted, as sha256sum -c on an MD5 line. */
+        line_bad("MD5 (m) = 0cc175b9c0f1b6a831c399e269772661", HASH_SHA256);
+        entry_is("MD5 (m) = 0cc175b9c0f1b6a831c399e269772661", HASH_MD5, HASH_MD5, "m",
+                 "0cc175b9c0f1b6a831c399e269772661");
+        line_bad("SHA256 (x) = " H128, _HASH_ALGO_INVALID);  /* wrong length for the tag */
+        line_bad("SHA256 (x) " H64, _HASH_ALGO_INVALID);     /* no '=' */
+        line_bad("SHA256 (x = " H64, _HASH_ALGO_INVALID);    /* no ')' */
+        line_bad("SHA256 () = " H64, _HASH_ALGO_INVALID);    /* empty name */
+        line_bad("XXH64 (x) = e6c632b61e964e1f", _HASH_ALGO_INVALID);
+        line_bad("BLAKE2b-256 (x) = " H64, _HASH_ALGO_INVALID);
+}
+
+static void test_bad(void **state)
+{
+        line_bad("garbage line", _HASH_ALGO_INVALID);
+        line_bad(H64, _HASH_ALGO_INVALID);                /* no name */
+        line_bad(H64 "  ", _HASH_ALGO_INVALID);           /* empty name */
+        line_bad(H64 "x  name", _HASH_ALGO_INVALID);      /* not hex */
+        line_bad("abc  name", _HASH_ALGO_INVALID);        /* no algorithm is 3 hex long */
+        line_bad(H64 "  name", HASH_SHA512);              /* -a length mismatch */
+        line_bad("\\", _HASH_ALGO_INVALID);
+        line_bad("\\\\", _HASH_ALGO_INVALID);
+
+        ManifestEntry e = {};
+        static const char nul[] = H64 "  a\0b";
+        assert_int_equal(manifest_parse_line(nul, sizeof(nul) - 1, _HASH_ALGO_INVALID, &e), -EINVAL);
+        assert_int_equal(manifest_parse_line("", 0, _HASH_ALGO_INVALID, &e), 0);
+        assert_int_equal(manifest_parse_line("  \t", 3, _HASH_ALGO_INVALID, &e), 0);
+        assert_int_equal(manifest_parse_line("# comment", 9, _HASH_ALGO_INVALID, &e), 0);
+        assert_int_equal(manifest_parse_line("\r", 1, _HASH_ALGO_INVALID, &e), 0);
+}
+
+static void test_buffer(void **state)
+{
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        static const char buf[] = "# made by hand\n"
+                                  H64 "  one\n"
+                                  "\n"
+                                  "garbage\n"
+                                  "MD5 (two) = 0cc175b9c0f1b6a831c399e269772661\r\n"
+                                  "\\" H64 "  th\\nree\n"
+                                  "also garbage\n"
+                                  H64 "  last without newline";
+
+        assert_int_equal(manifest_parse(buf, sizeof(buf) - 1, _HASH_ALGO_INVALID, false, &m), 0);
+        assert_int_equal(m->n_entries, 4);
+        assert_string_equal(m->entries[0].name, "one");
+        assert_int_equal(m->entries[0].line, 2);
+        assert_string_equal(m->entries[1].name, "two");
+        assert_int_equal(m->entries[1].algo, HASH_MD5);
+        assert_int_equal(m->entries[1].line, 5);
+        assert_string_equal(m->entries[2].name, "th\nree");
+        assert_string_equal(m->entries[3].name, "last without newline");
+        assert_int_equal(m->entries[3].line, 8);
+        assert_int_equal(m->n_bad, 2);
+        assert_int_equal(m->bad_lines[0], 4);
+        assert_int_equal(m->bad_lines[1], 7);
+}
+
+static void test_buffer_zero(void **state)
+{
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        static const char buf[] = H64 "  new\nline\0" H64 "  b";
+
+        assert_int_equal(manifest_parse(buf, sizeof(buf) - 1, _HASH_ALGO_INVALID, true, &m), 0);
+        assert_int_equal(m->n_entries, 2);
+        assert_string_equal(m->entries[0].name, "new\nline");
+        assert_string_equal(m->entries[1].name, "b");
+        assert_int_equal(m->n_bad, 0);
+}
+
+static void test_empty(void **state)
+{
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+
+        assert_int_equal(manifest_parse("", 0, _HASH_ALGO_INVALID, false, &m), 0);
+        assert_int_equal(m->n_entries, 0);
+        assert_int_equal(m->n_bad, 0);
+        m = manifest_free(m);
+
+        /* Not NUL-terminated: the parser must stop at size. */
+        char *raw = malloc(10);
+        assert_non_null(raw);
+        memcpy(raw, "abcdefghij", 10);
+        assert_int_equal(manifest_parse(raw, 10, _HASH_ALGO_INVALID, false, &m), 0);
+        assert_int_equal(m->n_bad, 1);
+        free(raw);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
+                cmocka_unit_test(test_tagged),   cmocka_unit_test(test_bad),
+                cmocka_unit_test(test_buffer),   cmocka_unit_test(test_buffer_zero),
+                cmocka_unit_test(test_empty),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

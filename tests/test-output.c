@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/* test-output.c: fhashctl's line formats against what coreutils 9.1 prints */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hash.h"
+#include "macro.h"
+#include "src/ctl/output.h"
+
+static const char hex256[] = "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb";
+
+typedef struct Mem {
+        char *buf;
+        size_t size;
+        FILE *f;
+} Mem;
+
+static void mem_open(Mem *m)
+{
+        *m = (Mem){};
+        m->f = open_memstream(&m->buf, &m->size);
+        assert_non_null(m->f);
+}
+
+/* Closes the stream and checks its bytes (which may hold NULs) against want. */
+static void mem_check(Mem *m, const char *want, size_t want_len)
+{
+        assert_int_equal(fclose(m->f), 0);
+        assert_int_equal(m->size, want_len);
+        assert_memory_equal(m->buf, want, want_len);
+        free(m->buf);
+}
+#define MEM_CHECK(m, lit) mem_check((m), (lit), sizeof(lit) - 1)
+
+static void digest_line(OutputStyle style, bool zero, HashAlgo a, const char *name, const char *want,
+                        size_t want_len)
+{
+        Mem m;
+
+        mem_open(&m);
+        assert_int_equal(output_write_digest(m.f, style, zero, a, name, hex256), 0);
+        mem_check(&m, want, want_len);
+}
+#define DIGEST_LINE(style, zero, a, name, lit) digest_line(style, zero, a, name, lit, sizeof(lit) - 1)
+
+static void test_untagged(void **state)
+{
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "sp ace",
+                    "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  sp ace\n");
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "-dash",
+                    "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  -dash\n");
+        /* Bytes that are not UTF-8 are written raw, as sha256sum does. */
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "bad\xffutf",
+                    "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  bad\xffutf\n");
+}
+
+static void test_escaped(void **state)
+{
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "new\nline",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  new\\nline\n");
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "back\\slash",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  back\\\\slash\n");
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "cr\rret",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  cr\\rret\n");
+        DIGEST_LINE(OUTPUT_TAGGED, false, HASH_SHA256, "b\\o\nth",
+                    "\\SHA256 (b\\\\o\\nth) = ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb\n");
+}
+
+static void test_zero(void **state)
+{
+        /* -z: no escaping at all, NUL at the end. */
+        DIGEST_LINE(OUTPUT_UNTAGGED, true, HASH_SHA256, "new\nline",
+                    "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  new\nline\0");
+        DIGEST_LINE(OUTPUT_TAGGED, true, HASH_SHA256, "a\\b",
+                    "SHA256 (a\\b) = ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb\0");
+}
+
+static void test_tags(void **state)
+{
+        static const struct {
+                HashAlgo a;
+                const char *tag;
+        } t[] = {
+                { HASH_SHA256, "SHA256" },   { HASH_SHA512, "SHA512" }, { HASH_SHA1, "SHA1" },
+                { HASH_MD5, "MD5" },         { HASH_BLAKE2B, "BLAKE2b" }, { HASH_BLAKE3, "BLAKE3" },
+                { HASH_XXH3, "XXH3" },       { HASH_XXH128, "XXH128" }, { HASH_CRC32C, "CRC32C" },
+                { HASH_SHA3_256, "SHA3-256" },
+        };
+
+        assert_int_equal(ELEMENTSOF(t), _HASH_ALGO_MAX);
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                assert_string_equal(output_algo_tag(t[i].a), t[i].tag);
+                assert_int_equal(output_algo_from_tag(t[i].tag, strlen(t[i].tag)), t[i].a);
+                /* Our table of lower-case names must agree with the engine's. */
+                assert_string_equal(output_algo_name(t[i].a), hash_algo_to_string(t[i].a));
+                assert_int_equal(output_algo_from_tag(output_algo_name(t[i].a),
+                                                      strlen(output_algo_name(t[i].a))),
+                                 t[i].a);
+        }
+        assert_null(output_algo_tag(_HASH_ALGO_MAX));
+        assert_null(output_algo_tag(_HASH_ALGO_INVALID));
+        assert_int_equal(output_algo_from_tag("SHA2", 4), _HASH_ALGO_INVALID);
+        assert_int_equal(output_algo_from_tag("SHA256X", 6), HASH_SHA256); /* length-bounded */
+        assert_int_equal(output_algo_from_tag("XXH64", 5), _HASH_ALGO_INVALID);
+        assert_int_equal(output_write_digest(stdout, OUTPUT_JSON, false, HASH_SHA256, "x", hex256), -EINVAL);
+}
+
+static void quote_is(const char *name, const char *want)
+{
+        _cleanup_free_ char *q = NULL;
+
+        assert_int_equal(output_quote(name, &q), 0);
+        assert_string_equal(q, want);
+}
+
+static void test_quote(void **state)
+{
+        /* Each expectation is what sha256sum 9.1 printed for a missing file of that name (C.UTF-8). */
+        quote_is("plain", "plain");
+        quote_is("-dash", "-dash");
+        quote_is("x#", "x#");
+        quote_is("a{", "a{");
+        quote_is("é", "é");
+        quote_is("", "''");
+        quote_is("sp ace", "'sp ace'");
+        quote_is("#x", "'#x'");
+        quote_is("~a", "'~a'");
+        quote_is("{", "'{'");
+        quote_is("a=b", "'a=b'");
+        quote_is("a:b,c@d+%", "'a:b,c@d+%'");
+        quote_is("a\\b", "'a\\b'");
+        quote_is("a'b", "\"a'b\"");
+        quote_is("a'b c", "\"a'b c\"");
+        quote_is("a'b$", "'a'\\''b$'");
+        quote_is("a'b!", "'a'\\''b!'");
+        quote_is("no\nsuch", "'no'$'\\n''such'");
+        quote_is("\nx", "''$'\\n''x'");
+        quote_is("x\xff", "'x'$'\\377'");
+        quote_is("t\tb", "'t'$'\\t''b'");
+        quote_is("a\n'b", "'a'$'\\n'\\''b'");
+}
+
+static void test_check_name(void **state)
+{
+        Mem m;
+
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "back\\slash"), 0);
+        MEM_CHECK(&m, "back\\slash");
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "cr\rret"), 0);
+        MEM_CHECK(&m, "cr\rret");
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "b\\o\nth"), 0);
+        MEM_CHECK(&m, "\\b\\\\o\\nth");
+}
+
+static void test_json(void **state)
+{
+        Mem m;
+
+        mem_open(&m);
+        assert_int_equal(output_write_json_string(m.f, "a\"b\\c\n\r\t\x01 é \xff\xc3"), 0);
+        MEM_CHECK(&m, "\"a\\\"b\\\\c\\n\\r\\t\\u0001 é \\udcff\\udcc3\"");
+
+        /* Overlong encodings and encoded surrogates are not UTF-8: escaped byte by byte. */
+        mem_open(&m);
+        assert_int_equal(output_write_json_string(m.f, "\xc0\xaf\xed\xa0\x80"), 0);
+        MEM_CHECK(&m, "\"\\udcc0\\udcaf\\udced\\udca0\\udc80\"");
+
+        mem_open(&m);
+        assert_int_equal(output_write_json_result(m.f, "f", HASH_SHA256, hex256, 1, NULL), 0);
+        MEM_CHECK(&m, "{\"name\":\"f\",\"algorithm\":\"sha256\",\"digest\":"
+                      "\"ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb\",\"size\":1,"
+                      "\"error\":null}\n");
+
+        mem_open(&m);
+        assert_int_equal(output_write_json_result(m.f, "g", HASH_BLAKE3, NULL, 0, "No such file"), 0);
+        MEM_CHECK(&m, "{\"name\":\"g\",\"algorithm\":\"blake3\",\"digest\":null,\"size\":null,"
+                      "\"error\":\"No such file\"}\n");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
+                cmocka_unit_test(test_zero),     cmocka_unit_test(test_tags),
+                cmocka_unit_test(test_quote),    cmocka_unit_test(test_check_name),
+                cmocka_unit_test(test_json),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
