@@ -86,6 +86,7 @@ static uint32_t crc32c_portable_dispatch(uint32_t crc, const void *data, size_t 
  * equal blocks hashed side by side, then the three partial CRCs are merged: the CRC of A||B is
  * crc(A)·x^(8|B|) + crc(B) mod P, and the multiplication by a precomputed power of x is one
  * carry-less multiply followed by one crc32 instruction that does the modular reduction. */
+
 /* Polynomial arithmetic modulo the CRC polynomial, in the reflected representation: bit 31 is the
  * coefficient of x^0, bit 0 the one of x^31. */
 static uint32_t gf_mulx(uint32_t a)
