@@ -44,8 +44,8 @@ typedef struct FhashConfig {
         unsigned idle_exit_sec;                /* IdleExitSec: exit after this long idle, 0 = never */
         unsigned keep_finished_sec;            /* KeepFinishedSec: finished job objects linger */
         unsigned max_paths_per_call;           /* MaxPathsPerCall: cap on HashPaths() inputs */
-        unsigned max_jobs_per_uid;             /* MaxJobsPerUID: unfinished jobs per caller uid */
-        unsigned max_queued_files_per_uid;     /* MaxQueuedFilesPerUID: unfinished files per uid */
+        unsigned max_jobs_per_uid;             /* MaxJobsPerUID: unfinished jobs per uid, 0 = no cap */
+        unsigned max_queued_files_per_uid;     /* MaxQueuedFilesPerUID: same for files, 0 = no cap */
         uint64_t max_bytes_in_flight_per_uid;  /* MaxBytesInFlightPerUID: 0 = unlimited */
         uint64_t max_file_size;                /* MaxFileSize: larger files fail, 0 = unlimited */
         EngineIoMode io_mode;                  /* IOMode: auto, uring-registered, uring, pread */
