@@ -26,6 +26,18 @@
 
 #define CACHELINE 64
 
+/* A spin-wait hint: lets the sibling hyperthread run and saves power while polling a queue. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#else
+        __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 /* Hand ownership of a pointer or fd to someone else: the local variable forgets it, so its cleanup
  * handler does nothing. */
 #define TAKE_PTR(p)                                                                                        \

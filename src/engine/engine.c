@@ -1,0 +1,1281 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine-internal.h"
+#include "macro.h"
+
+#define DEFAULT_BUFFER_SIZE (1u << 20)
+#define DEFAULT_BUFFERS 16
+#define MIN_BUFFERS 2
+#define DEFAULT_MAX_OPEN 64
+#define MAX_BUFFER_SIZE (64u << 20)
+
+/* Completion tags: a pointer with the operation in its low 3 bits (slots and buffers are 8-aligned). */
+enum {
+        OP_OPEN = 1,
+        OP_STATX = 2,
+        OP_READ = 3,
+        OP_FADVISE = 4,
+        OP_STATX_AFTER = 5,
+        OP_CLOSE = 6,
+        OP_CANCEL = 7,
+};
+#define TAG(p, op) ((uint64_t)(uintptr_t)(p) | (op))
+#define TAG_OP(t) ((unsigned)((t)&7))
+#define TAG_PTR(t) ((void *)(uintptr_t)((t) & ~UINT64_C(7)))
+
+uint64_t now_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static const char *const io_mode_table[_ENGINE_IO_MODE_MAX] = {
+        [ENGINE_IO_AUTO] = "auto",
+        [ENGINE_IO_URING_REGISTERED] = "uring-registered",
+        [ENGINE_IO_URING] = "uring",
+        [ENGINE_IO_PREAD] = "pread",
+};
+
+const char *engine_io_mode_to_string(EngineIoMode m)
+{
+        if (m < 0 || m >= _ENGINE_IO_MODE_MAX)
+                return NULL;
+        return io_mode_table[m];
+}
+
+EngineIoMode engine_io_mode_from_string(const char *s)
+{
+        for (int i = 0; s && i < _ENGINE_IO_MODE_MAX; i++)
+                if (streq(io_mode_table[i], s))
+                        return (EngineIoMode)i;
+        return _ENGINE_IO_MODE_INVALID;
+}
+
+/* ---- results: workers and the I/O thread -> consumer ---- */
+
+static void event_push(Engine *e, const Event *ev)
+{
+        bool was_empty;
+
+        pthread_mutex_lock(&e->event_lock);
+        if (e->n_events == e->n_events_alloc) {
+                size_t n = e->n_events_alloc ? e->n_events_alloc * 2 : 64;
+                Event *p = realloc(e->events, n * sizeof(*p));
+                if (!p)
+                        abort(); /* losing a result would hang its job forever; nothing sane to do */
+                e->events = p;
+                e->n_events_alloc = n;
+        }
+        was_empty = e->n_events == 0;
+        e->events[e->n_events++] = *ev;
+        pthread_mutex_unlock(&e->event_lock);
+
+        if (was_empty)
+                (void)!write(e->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+}
+
+/* Publishes one input's result; the job's completion follows its last result. */
+static void post_result(Engine *e, EngineJob *j, const EngineFileResult *r)
+{
+        Event ev = { .type = EVENT_FILE, .job = j, .file = *r };
+
+        if (r->status == ENGINE_FILE_OK)
+                atomic_fetch_add(&j->files_done, 1);
+        else {
+                atomic_fetch_add(&j->files_done, 1);
+                atomic_fetch_add(&j->files_failed, 1);
+        }
+        atomic_fetch_sub(&e->files_queued, 1);
+
+        /* Both events under one push order: the job event can never overtake its last file. */
+        if (atomic_fetch_sub(&j->results_pending, 1) == 1) {
+                event_push(e, &ev);
+                bool cancelled = atomic_load(&j->cancel_requested);
+                event_push(e, &(Event){ .type = EVENT_JOB, .job = j,
+                                        .job_result = cancelled ? ENGINE_JOB_CANCELLED : ENGINE_JOB_DONE });
+        } else
+                event_push(e, &ev);
+}
+
+static void post_simple(Engine *e, EngineJob *j, size_t input, EngineFileStatus st, int error)
+{
+        post_result(e, j, &(EngineFileResult){ .index = input, .status = st, .error = st == ENGINE_FILE_ERROR ? error : 0 });
+}
+
+static int64_t stx_mtime_nsec(const struct statx *s)
+{
+        return (int64_t)s->stx_mtime.tv_sec * 1000000000 + s->stx_mtime.tv_nsec;
+}
+
+static void slot_free(Engine *e, FileSlot *f)
+{
+        f->state = FILE_FREE;
+        f->job = NULL;
+        f->next = e->free_slots;
+        e->free_slots = f;
+}
+
+/* Called by whichever side lets go of a file last: publishes its result, recycles the slot. */
+void engine_file_release(Engine *e, FileSlot *f, Worker *from)
+{
+        if (atomic_fetch_sub_explicit(&f->parts, 1, memory_order_acq_rel) != 1)
+                return;
+
+        EngineFileResult r = {
+                .index = f->input,
+                .status = f->status,
+                .error = f->status == ENGINE_FILE_ERROR ? f->error : 0,
+                .size = f->read_bytes,
+        };
+        if (f->stat_ok) {
+                r.size_before = f->stx.stx_size;
+                r.mtime_before_nsec = stx_mtime_nsec(&f->stx);
+        }
+        if (f->stat_after_ok) {
+                r.size_after = f->stx_after.stx_size;
+                r.mtime_after_nsec = stx_mtime_nsec(&f->stx_after);
+        }
+        if (r.status == ENGINE_FILE_OK) {
+                if (f->digest_size == 0)
+                        r.status = ENGINE_FILE_CANCELLED; /* the worker skipped it: job cancelled */
+                else {
+                        r.digest_size = f->digest_size;
+                        memcpy(r.digest, f->digest, f->digest_size);
+                        r.size = f->hashed;
+                }
+        }
+        post_result(e, f->job, &r);
+
+        if (from) {
+                /* The slot belongs to the I/O thread's free list: send it home. */
+                while (!spsc_queue_push(&from->out, &(ReturnItem){ .slot = f }))
+                        sched_yield();
+                if (parker_claim_wake(&e->io_parker))
+                        (void)!write(e->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+        } else
+                slot_free(e, f);
+}
+
+/* ---- the I/O thread ---- */
+
+static void open_list_add(Engine *e, FileSlot *f)
+{
+        f->prev = e->open_tail;
+        f->next = NULL;
+        if (e->open_tail)
+                e->open_tail->next = f;
+        else
+                e->open_head = f;
+        e->open_tail = f;
+}
+
+static void open_list_remove(Engine *e, FileSlot *f)
+{
+        if (e->read_cursor == f)
+                e->read_cursor = f->next;
+        if (f->prev)
+                f->prev->next = f->next;
+        else
+                e->open_head = f->next;
+        if (f->next)
+                f->next->prev = f->prev;
+        else
+                e->open_tail = f->prev;
+        f->next = f->prev = NULL;
+}
+
+static void buffer_put(Engine *e, Buffer *b)
+{
+        b->owner = BUF_POOL;
+        b->file = NULL;
+        b->next = e->free_buffers;
+        e->free_buffers = b;
+        e->n_free_buffers++;
+}
+
+static Buffer *buffer_get(Engine *e)
+{
+        Buffer *b = e->free_buffers;
+
+        if (!b)
+                return NULL;
+        e->free_buffers = b->next;
+        e->n_free_buffers--;
+        b->next = NULL;
+        b->owner = BUF_RING;
+        return b;
+}
+
+static Worker *pick_worker(Engine *e)
+{
+        Worker *best = &e->workers[0];
+        unsigned best_load = atomic_load_explicit(&best->backlog, memory_order_relaxed);
+
+        for (unsigned i = 1; i < e->n_workers && best_load > 0; i++) {
+                unsigned l = atomic_load_explicit(&e->workers[i].backlog, memory_order_relaxed);
+                if (l < best_load) {
+                        best = &e->workers[i];
+                        best_load = l;
+                }
+        }
+        return best;
+}
+
+static void send_work(Engine *e, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags)
+{
+        Worker *w;
+
+        if (!f->worker_started) {
+                w = pick_worker(e);
+                f->worker = w->id;
+                f->worker_started = true;
+                /* The worker now holds a part of the file until LAST or ABORT. */
+                atomic_fetch_add_explicit(&f->parts, 1, memory_order_relaxed);
+                flags |= WORK_FIRST;
+        } else
+                w = &e->workers[f->worker];
+
+        if (flags & (WORK_LAST | WORK_ABORT))
+                f->worker_closed = true;
+        if (b)
+                b->owner = BUF_WORKER;
+
+        atomic_fetch_add_explicit(&w->backlog, 1, memory_order_relaxed);
+        /* The queue holds every buffer plus one marker per slot: it never fills. */
+        while (!spsc_queue_push(&w->in, &(WorkItem){ .file = f, .buf = b, .len = len, .flags = flags }))
+                sched_yield();
+        parker_wake(&w->parker);
+}
+
+static void file_set_error(FileSlot *f, EngineFileStatus st, int error)
+{
+        if (f->status != ENGINE_FILE_OK)
+                return; /* the first reason wins */
+        f->status = st;
+        f->error = error;
+}
+
+/* Stops a file: no more reads, in-flight operations cancelled, the worker told to drop it. */
+static void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
+{
+        file_set_error(f, st, error);
+        if (f->state == FILE_DRAINING || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
+                return;
+        f->state = FILE_DRAINING;
+        f->eof = true;
+
+        /* Buffers that finished reading but were not handed out go straight back to the pool. */
+        for (Buffer **p = &f->fifo_head; *p;) {
+                Buffer *b = *p;
+                if (!b->in_flight) {
+                        *p = b->next;
+                        buffer_put(e, b);
+                } else
+                        p = &b->next;
+        }
+        f->fifo_tail = NULL;
+        for (Buffer *b = f->fifo_head; b; b = b->next)
+                f->fifo_tail = b;
+
+        if (f->worker_started && !f->worker_closed)
+                send_work(e, f, NULL, 0, WORK_ABORT);
+
+        /* A read from a pipe or a blocked open may never complete by itself. */
+        if (f->ops > 0 && st == ENGINE_FILE_CANCELLED) {
+                if (f->fd >= 0)
+                        ioring_cancel_fd(e->ring, f->fd, TAG(f, OP_CANCEL));
+                else
+                        ioring_cancel_tag(e->ring, TAG(f, OP_OPEN), TAG(f, OP_CANCEL));
+                f->ops++;
+        }
+}
+
+/* The I/O side is finished: close the fd (after a last statx for the change check). */
+static void file_finish_io(Engine *e, FileSlot *f)
+{
+        if (f->ops > 0 || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
+                return;
+
+        if (f->fd >= 0) {
+                bool stat_after = f->status == ENGINE_FILE_OK && f->check_change && f->stat_ok;
+                f->state = FILE_CLOSING;
+                if (stat_after) {
+                        ioring_statx(e->ring, f->fd, "", AT_EMPTY_PATH, &f->stx_after, TAG(f, OP_STATX_AFTER));
+                        f->ops++;
+                }
+                /* Hard link: the close runs after the statx whatever the statx returned. */
+                ioring_close(e->ring, f->fd, stat_after, TAG(f, OP_CLOSE));
+                f->ops++;
+                f->fd = -EBADF;
+                return;
+        }
+
+        f->state = FILE_IO_DONE;
+        open_list_remove(e, f);
+        if (f->worker_started && !f->worker_closed)
+                send_work(e, f, NULL, 0, f->status == ENGINE_FILE_OK ? WORK_LAST : WORK_ABORT);
+        engine_file_release(e, f, NULL);
+}
+
+static void file_check_change(FileSlot *f)
+{
+        if (f->status != ENGINE_FILE_OK || !f->stat_after_ok)
+                return;
+        /* Size and mtime (and identity): a rewrite in place changes mtime, truncation or growth the
+         * size. ctime is left out on purpose: unlinking an fd's file changes it, and that file still
+         * hashes correctly. */
+        if (f->stx_after.stx_size != f->stx.stx_size ||
+            stx_mtime_nsec(&f->stx_after) != stx_mtime_nsec(&f->stx) || f->stx_after.stx_ino != f->stx.stx_ino ||
+            (!f->stream && f->read_bytes != f->stx.stx_size))
+                f->status = ENGINE_FILE_CHANGED;
+}
+
+/* Hands buffers that are complete, in file order, to the file's worker. */
+static void file_dispatch_ready(Engine *e, FileSlot *f)
+{
+        while (f->fifo_head && f->fifo_head->done) {
+                Buffer *b = f->fifo_head;
+                uint32_t flags = 0;
+
+                f->fifo_head = b->next;
+                if (!f->fifo_head)
+                        f->fifo_tail = NULL;
+                b->next = NULL;
+
+                if (b->got == 0) {
+                        buffer_put(e, b);
+                        continue;
+                }
+                f->read_bytes += b->got;
+                if (!f->stream && f->read_bytes >= f->size)
+                        flags |= WORK_LAST;
+                send_work(e, f, b, b->got, flags);
+        }
+
+        if (f->eof && !f->fifo_head && f->reads_in_flight == 0 && f->state == FILE_READING) {
+                if (!f->worker_closed)
+                        send_work(e, f, NULL, 0, WORK_LAST);
+                file_finish_io(e, f);
+        }
+}
+
+static void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
+{
+        int64_t off = f->seekable ? (int64_t)(b->offset + b->got) : -1;
+        int rwf = (f->job->options.dontcache && e->dontcache_ok) ? RWF_DONTCACHE : 0;
+
+        b->in_flight = true;
+        ioring_read(e->ring, f->fd, b->data + b->got, b->want - b->got, off, e->io_mode == ENGINE_IO_URING_REGISTERED ? b->index : -1,
+                    rwf, TAG(b, OP_READ));
+        f->ops++;
+}
+
+static bool file_wants_read(FileSlot *f)
+{
+        if (f->state != FILE_READING || f->eof)
+                return false;
+        if (f->stream)
+                return f->reads_in_flight == 0;
+        return f->issue_off < f->size;
+}
+
+static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
+{
+        b->file = f;
+        b->got = 0;
+        b->done = false;
+        b->offset = f->issue_off;
+        if (f->stream)
+                b->want = (uint32_t)e->buffer_size;
+        else {
+                b->want = (uint32_t)MIN((uint64_t)e->buffer_size, f->size - f->issue_off);
+                f->issue_off += b->want;
+                if (f->issue_off >= f->size)
+                        f->eof = true;
+        }
+        if (f->fifo_tail)
+                f->fifo_tail->next = b;
+        else
+                f->fifo_head = b;
+        f->fifo_tail = b;
+        f->reads_in_flight++;
+        file_issue_read(e, f, b);
+}
+
+/* Round-robin: each pass gives every file that wants one a buffer, so many files progress at once
+ * and one large file cannot starve the others (or the other workers). */
+static bool issue_reads(Engine *e)
+{
+        bool any = false;
+
+        while (e->free_buffers) {
+                bool progressed = false;
+                FileSlot *start = e->read_cursor ? e->read_cursor : e->open_head;
+                FileSlot *f = start;
+
+                if (!f)
+                        break;
+                do {
+                        FileSlot *next = f->next ? f->next : e->open_head;
+                        if (file_wants_read(f)) {
+                                Buffer *b = buffer_get(e);
+                                if (!b)
+                                        break;
+                                file_start_read(e, f, b);
+                                progressed = any = true;
+                        }
+                        f = next;
+                } while (f != start && e->free_buffers);
+                e->read_cursor = f;
+                if (!progressed)
+                        break;
+        }
+        return any;
+}
+
+static void file_opened(Engine *e, FileSlot *f)
+{
+        if (f->status != ENGINE_FILE_OK || f->state != FILE_OPENING) {
+                file_abort(e, f, f->status, f->error);
+                file_finish_io(e, f);
+                return;
+        }
+
+        mode_t m = f->stx.stx_mode;
+        if (S_ISDIR(m)) {
+                file_abort(e, f, ENGINE_FILE_ERROR, -EISDIR);
+                file_finish_io(e, f);
+                return;
+        }
+
+        f->state = FILE_READING;
+        if (S_ISREG(m) && f->stx.stx_size > 0) {
+                f->seekable = true;
+                f->size = f->stx.stx_size;
+                f->check_change = !f->job->options.no_change_check;
+                atomic_fetch_add(&f->job->bytes_total, f->size);
+                if (f->job->options.max_file_size && f->size > f->job->options.max_file_size) {
+                        file_abort(e, f, ENGINE_FILE_ERROR, -EFBIG);
+                        file_finish_io(e, f);
+                        return;
+                }
+                /* Readahead advice only pays off for files longer than one buffer. */
+                if (f->size > e->buffer_size) {
+                        ioring_fadvise(e->ring, f->fd, 0, f->size, POSIX_FADV_SEQUENTIAL, TAG(f, OP_FADVISE));
+                        f->ops++;
+                }
+        } else {
+                /* Empty regular files (and procfs-style files that report 0), pipes, sockets, char
+                 * and block devices: read until EOF. Regular files and block devices keep offsets. */
+                f->stream = true;
+                f->seekable = S_ISREG(m) || S_ISBLK(m);
+                f->check_change = S_ISREG(m) && !f->job->options.no_change_check;
+        }
+}
+
+static void job_cancel_unopened(Engine *e, EngineJob *j)
+{
+        for (; j->next_input < j->n_inputs; j->next_input++) {
+                JobInput *in = &j->inputs[j->next_input];
+                in->fd = safe_close(in->fd);
+                post_simple(e, j, j->next_input, ENGINE_FILE_CANCELLED, 0);
+        }
+}
+
+static void active_remove_head(Engine *e)
+{
+        EngineJob *j = e->active_head;
+
+        e->active_head = j->active_next;
+        if (!e->active_head)
+                e->active_tail = NULL;
+        j->active_next = NULL;
+        j->in_active = false;
+}
+
+/* Starts opening inputs while slots are free, one job after another in turn. */
+static bool open_more(Engine *e)
+{
+        bool any = false;
+
+        while (e->free_slots && e->active_head) {
+                EngineJob *j = e->active_head;
+
+                if (j->next_input >= j->n_inputs || j->cancel_seen) {
+                        if (j->cancel_seen)
+                                job_cancel_unopened(e, j);
+                        active_remove_head(e);
+                        continue;
+                }
+
+                FileSlot *f = e->free_slots;
+                e->free_slots = f->next;
+                JobInput *in = &j->inputs[j->next_input];
+
+                HashCtx *ctx = f->ctx;
+                *f = (FileSlot){ .job = j, .input = j->next_input, .algo = j->algo, .state = FILE_OPENING,
+                                 .fd = -EBADF, .status = ENGINE_FILE_OK, .ctx = ctx };
+                atomic_store_explicit(&f->parts, 1, memory_order_relaxed);
+                open_list_add(e, f);
+                j->next_input++;
+
+                if (in->path) {
+                        /* open and statx by path go out together: one round trip for both. If the
+                         * path is swapped in between, the statx after reading (on the fd) sees
+                         * another inode and the file is reported as changed. */
+                        ioring_openat(e->ring, in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY, TAG(f, OP_OPEN));
+                        ioring_statx(e->ring, -1, in->path, 0, &f->stx, TAG(f, OP_STATX));
+                        f->ops += 2;
+                } else {
+                        f->fd = TAKE_FD(in->fd);
+                        f->fd_input = true;
+                        ioring_statx(e->ring, f->fd, "", AT_EMPTY_PATH, &f->stx, TAG(f, OP_STATX));
+                        f->ops++;
+                }
+                any = true;
+
+                /* Rotate: the next slot goes to the next job. */
+                if (e->active_head != e->active_tail) {
+                        active_remove_head(e);
+                        if (j->next_input < j->n_inputs) {
+                                j->in_active = true;
+                                e->active_tail->active_next = j;
+                                e->active_tail = j;
+                        }
+                }
+        }
+        return any;
+}
+
+static void handle_completion(Engine *e, const IoCompletion *c)
+{
+        unsigned op = TAG_OP(c->tag);
+
+        if (op == OP_READ) {
+                Buffer *b = TAG_PTR(c->tag);
+                FileSlot *f = b->file;
+
+                f->ops--;
+                b->in_flight = false;
+
+                if (f->state != FILE_READING) {
+                        /* Draining after an error or cancel: the buffer is not wanted any more. */
+                        f->reads_in_flight--;
+                        for (Buffer **p = &f->fifo_head; *p; p = &(*p)->next)
+                                if (*p == b) {
+                                        *p = b->next;
+                                        break;
+                                }
+                        f->fifo_tail = NULL;
+                        for (Buffer *x = f->fifo_head; x; x = x->next)
+                                f->fifo_tail = x;
+                        buffer_put(e, b);
+                        file_finish_io(e, f);
+                        return;
+                }
+
+                if (c->res == -EAGAIN || c->res == -EINTR) {
+                        file_issue_read(e, f, b);
+                        return;
+                }
+                if (c->res == -EOPNOTSUPP && f->job->options.dontcache && e->dontcache_ok) {
+                        e->dontcache_ok = false; /* the filesystem cannot do RWF_DONTCACHE: plain reads */
+                        file_issue_read(e, f, b);
+                        return;
+                }
+
+                f->reads_in_flight--;
+                if (c->res < 0) {
+                        /* b is no longer in flight, so file_abort() hands it back to the pool. */
+                        file_abort(e, f, ENGINE_FILE_ERROR, c->res);
+                        file_finish_io(e, f);
+                        return;
+                }
+
+                b->got += (uint32_t)c->res;
+                if (c->res == 0) {
+                        b->done = true;
+                        if (!f->stream && b->offset + b->got < f->size) {
+                                /* EOF before the size stat gave: truncated while we read. */
+                                file_abort(e, f, ENGINE_FILE_CHANGED, 0);
+                                file_finish_io(e, f);
+                                return;
+                        }
+                        f->eof = true;
+                } else if (!f->stream && b->got < b->want) {
+                        /* Short read of a regular file: resume where it stopped. */
+                        f->reads_in_flight++;
+                        file_issue_read(e, f, b);
+                        return;
+                } else {
+                        b->done = true;
+                        if (f->stream)
+                                f->issue_off += b->got;
+                }
+
+                uint64_t max = f->job->options.max_file_size;
+                if (max && f->read_bytes + b->got > max && f->stream) {
+                        file_abort(e, f, ENGINE_FILE_ERROR, -EFBIG);
+                        file_finish_io(e, f);
+                        return;
+                }
+                file_dispatch_ready(e, f);
+                return;
+        }
+
+        FileSlot *f = TAG_PTR(c->tag);
+        f->ops--;
+
+        switch (op) {
+        case OP_OPEN:
+                if (c->res >= 0) {
+                        if (f->state == FILE_OPENING && f->status == ENGINE_FILE_OK)
+                                f->fd = c->res;
+                        else
+                                (void)close(c->res); /* cancelled meanwhile */
+                } else
+                        file_set_error(f, c->res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, c->res);
+                break;
+        case OP_STATX:
+                if (c->res >= 0)
+                        f->stat_ok = true;
+                else
+                        file_set_error(f, ENGINE_FILE_ERROR, c->res);
+                break;
+        case OP_STATX_AFTER:
+                f->stat_after_ok = c->res >= 0;
+                file_check_change(f);
+                break;
+        case OP_FADVISE:
+        case OP_CANCEL:
+                break; /* advice and cancellation are best effort */
+        case OP_CLOSE:
+                break;
+        default:
+                abort();
+        }
+
+        if (f->ops > 0)
+                return;
+        if (f->state == FILE_OPENING)
+                file_opened(e, f);
+        else if (f->state == FILE_CLOSING) {
+                f->state = FILE_IO_DONE;
+                open_list_remove(e, f);
+                if (f->worker_started && !f->worker_closed)
+                        send_work(e, f, NULL, 0, WORK_ABORT);
+                engine_file_release(e, f, NULL);
+        } else if (f->state == FILE_DRAINING)
+                file_finish_io(e, f);
+        else if (f->state == FILE_READING)
+                file_dispatch_ready(e, f);
+}
+
+static bool drain_returns(Engine *e)
+{
+        bool any = false;
+        ReturnItem it;
+
+        for (unsigned i = 0; i < e->n_workers; i++)
+                while (spsc_queue_pop(&e->workers[i].out, &it)) {
+                        if (it.buf)
+                                buffer_put(e, it.buf);
+                        else
+                                slot_free(e, it.slot);
+                        any = true;
+                }
+        return any;
+}
+
+static bool returns_pending(Engine *e)
+{
+        for (unsigned i = 0; i < e->n_workers; i++)
+                if (!spsc_queue_empty(&e->workers[i].out))
+                        return true;
+        return false;
+}
+
+static void handle_control(Engine *e)
+{
+        EngineJob **jobs;
+        size_t n;
+
+        atomic_store(&e->control_pending, false);
+
+        pthread_mutex_lock(&e->control_lock);
+        jobs = e->new_jobs;
+        n = e->n_new_jobs;
+        e->new_jobs = NULL;
+        e->n_new_jobs = e->n_new_jobs_alloc = 0;
+        pthread_mutex_unlock(&e->control_lock);
+
+        for (size_t i = 0; i < n; i++) {
+                EngineJob *j = jobs[i];
+                if (j->n_inputs == 0) {
+                        bool c = atomic_load(&j->cancel_requested);
+                        event_push(e, &(Event){ .type = EVENT_JOB, .job = j,
+                                                .job_result = c ? ENGINE_JOB_CANCELLED : ENGINE_JOB_DONE });
+                        continue;
+                }
+                j->in_active = true;
+                if (e->active_tail)
+                        e->active_tail->active_next = j;
+                else
+                        e->active_head = j;
+                e->active_tail = j;
+        }
+        free(jobs);
+
+        if (atomic_exchange(&e->cancel_pending, false) || atomic_load(&e->shutdown)) {
+                bool all = atomic_load(&e->shutdown);
+
+                for (EngineJob *j = e->active_head; j; j = j->active_next)
+                        if (all || atomic_load(&j->cancel_requested)) {
+                                atomic_store(&j->cancel_requested, true);
+                                j->cancel_seen = true;
+                        }
+                for (FileSlot *f = e->open_head, *next; f; f = next) {
+                        next = f->next;
+                        if (all || atomic_load(&f->job->cancel_requested)) {
+                                atomic_store(&f->job->cancel_requested, true);
+                                file_abort(e, f, ENGINE_FILE_CANCELLED, 0);
+                                file_finish_io(e, f);
+                        }
+                }
+                /* Jobs whose inputs all wait unopened are finished here, not when a slot frees. */
+                for (EngineJob **p = &e->active_head, *j; (j = *p);) {
+                        if (j->cancel_seen) {
+                                job_cancel_unopened(e, j);
+                                *p = j->active_next;
+                                j->active_next = NULL;
+                                j->in_active = false;
+                        } else
+                                p = &j->active_next;
+                }
+                e->active_tail = NULL;
+                for (EngineJob *j = e->active_head; j; j = j->active_next)
+                        e->active_tail = j;
+        }
+}
+
+static bool io_idle(Engine *e)
+{
+        return !e->open_head && !e->active_head && ioring_in_flight(e->ring) == 0;
+}
+
+static int io_setup(Engine *e)
+{
+        struct iovec *iov;
+        unsigned entries;
+        int k;
+
+        iov = calloc(e->n_buffers, sizeof(*iov));
+        if (!iov)
+                return -ENOMEM;
+        for (unsigned i = 0; i < e->n_buffers; i++)
+                iov[i] = (struct iovec){ .iov_base = e->buffers[i].data, .iov_len = e->buffer_size };
+
+        /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), plus
+         * one read per buffer, plus the wake read: the CQ (2x) can never overflow. */
+        entries = 1;
+        while (entries < e->max_open * 3 + e->n_buffers + 8)
+                entries <<= 1;
+        k = ioring_new(e->config.io_mode, MIN(entries, 4096u), iov, e->n_buffers, e->wake_fd, &e->ring);
+        free(iov);
+        if (k < 0)
+                return k;
+        e->io_mode = ioring_get_mode(e->ring);
+        return 0;
+}
+
+static void *io_main(void *arg)
+{
+        Engine *e = arg;
+        IoCompletion comp[256];
+        int k;
+
+        /* The ring is created here because only its creating thread may submit (SINGLE_ISSUER). */
+        k = io_setup(e);
+        pthread_mutex_lock(&e->init_lock);
+        e->init_result = k;
+        e->init_done = true;
+        pthread_cond_signal(&e->init_cond);
+        pthread_mutex_unlock(&e->init_lock);
+        if (k < 0)
+                return NULL;
+
+        for (;;) {
+                bool busy = false;
+
+                busy |= drain_returns(e);
+                if (atomic_load_explicit(&e->control_pending, memory_order_acquire))
+                        handle_control(e);
+                if (atomic_load(&e->shutdown) && io_idle(e) && e->n_free_buffers == e->n_buffers) {
+                        bool all_slots = true;
+                        for (unsigned i = 0; i < e->max_open; i++)
+                                if (e->slots[i].state != FILE_FREE)
+                                        all_slots = false;
+                        if (all_slots)
+                                break;
+                }
+                busy |= open_more(e);
+                busy |= issue_reads(e);
+
+                k = ioring_submit(e->ring, false);
+                if (k < 0)
+                        abort(); /* the ring itself broke (EFAULT, EBADF): no way to finish I/O */
+
+                unsigned n = ioring_reap(e->ring, comp, ELEMENTSOF(comp));
+                for (unsigned i = 0; i < n; i++)
+                        handle_completion(e, &comp[i]);
+                if (n > 0 || busy)
+                        continue;
+
+                /* Nothing to do: announce that we sleep, look once more, then wait for a completion
+                 * or a wake-up (a worker returning a buffer, a new job, a cancel). */
+                parker_prepare(&e->io_parker);
+                if (returns_pending(e) || atomic_load(&e->control_pending)) {
+                        parker_cancel(&e->io_parker);
+                        continue;
+                }
+                (void)ioring_submit(e->ring, true);
+                parker_cancel(&e->io_parker);
+        }
+        return NULL;
+}
+
+static void io_wake(Engine *e)
+{
+        if (parker_claim_wake(&e->io_parker))
+                (void)!write(e->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+}
+
+/* ---- construction ---- */
+
+static unsigned online_cpus(int *cpus, unsigned max)
+{
+        cpu_set_t set;
+        unsigned n = 0;
+
+        if (sched_getaffinity(0, sizeof(set), &set) < 0) {
+                long c = sysconf(_SC_NPROCESSORS_ONLN);
+                for (long i = 0; i < c && n < max; i++)
+                        cpus[n++] = (int)i;
+                return n ? n : 1;
+        }
+        for (int i = 0; i < CPU_SETSIZE && n < max; i++)
+                if (CPU_ISSET(i, &set))
+                        cpus[n++] = i;
+        return n ? n : 1;
+}
+
+int engine_new(const EngineConfig *config, Engine **ret)
+{
+        EngineConfig cfg = config ? *config : (EngineConfig){};
+        int cpus[1024];
+        unsigned n_cpus;
+        Engine *e;
+        int k;
+
+        if (cfg.io_mode < 0 || cfg.io_mode >= _ENGINE_IO_MODE_MAX)
+                return -EINVAL;
+        if (cfg.buffer_size > MAX_BUFFER_SIZE || (cfg.buffers > 0 && cfg.buffers < MIN_BUFFERS) ||
+            cfg.workers > 1024 || cfg.buffers > 4096 || cfg.max_open > 4096)
+                return -EINVAL;
+
+        k = hash_global_init();
+        if (k < 0)
+                return k;
+
+        e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->config = cfg;
+        e->wake_fd = e->event_fd = -EBADF;
+        e->dontcache_ok = true;
+        pthread_mutex_init(&e->control_lock, NULL);
+        pthread_mutex_init(&e->event_lock, NULL);
+        pthread_mutex_init(&e->init_lock, NULL);
+        pthread_cond_init(&e->init_cond, NULL);
+
+        n_cpus = online_cpus(cpus, ELEMENTSOF(cpus));
+        e->n_workers = cfg.workers ? cfg.workers : n_cpus;
+        e->buffer_size = cfg.buffer_size ? ALIGN_TO(cfg.buffer_size, (size_t)4096) : DEFAULT_BUFFER_SIZE;
+        e->n_buffers = cfg.buffers ? cfg.buffers : MAX((unsigned)DEFAULT_BUFFERS, 4 * e->n_workers);
+        e->max_open = cfg.max_open ? cfg.max_open : DEFAULT_MAX_OPEN;
+
+        e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        e->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (e->wake_fd < 0 || e->event_fd < 0) {
+                k = -errno;
+                goto fail;
+        }
+
+        e->buf_mem_size = e->buffer_size * e->n_buffers;
+        e->buf_mem = mmap(NULL, e->buf_mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (e->buf_mem == MAP_FAILED) {
+                e->buf_mem = NULL;
+                k = -ENOMEM;
+                goto fail;
+        }
+        e->buffers = calloc(e->n_buffers, sizeof(Buffer));
+        e->slots = calloc(e->max_open, sizeof(FileSlot));
+        e->workers = calloc(e->n_workers, sizeof(Worker));
+        if (!e->buffers || !e->slots || !e->workers) {
+                k = -ENOMEM;
+                goto fail;
+        }
+        for (unsigned i = e->n_buffers; i-- > 0;) {
+                e->buffers[i].data = e->buf_mem + (size_t)i * e->buffer_size;
+                e->buffers[i].index = (int)i;
+                buffer_put(e, &e->buffers[i]);
+        }
+        for (unsigned i = e->max_open; i-- > 0;) {
+                k = hash_ctx_new(&e->slots[i].ctx);
+                if (k < 0)
+                        goto fail;
+                e->slots[i].fd = -EBADF;
+                slot_free(e, &e->slots[i]);
+        }
+
+        for (unsigned i = 0; i < e->n_workers; i++) {
+                k = worker_start(&e->workers[i], e, i, cfg.no_pin ? -1 : cpus[i % n_cpus],
+                                 (size_t)e->n_buffers + e->max_open + 1);
+                if (k < 0)
+                        goto fail;
+        }
+
+        k = -pthread_create(&e->io_thread, NULL, io_main, e);
+        if (k < 0)
+                goto fail;
+        (void)pthread_setname_np(e->io_thread, "fhash-io");
+        pthread_mutex_lock(&e->init_lock);
+        while (!e->init_done)
+                pthread_cond_wait(&e->init_cond, &e->init_lock);
+        pthread_mutex_unlock(&e->init_lock);
+        e->io_started = true;
+        if (e->init_result < 0) {
+                k = e->init_result;
+                goto fail;
+        }
+
+        *ret = e;
+        return 0;
+
+fail:
+        engine_free(e);
+        return k;
+}
+
+Engine *engine_free(Engine *e)
+{
+        if (!e)
+                return NULL;
+
+        if (e->io_started) {
+                if (e->init_result >= 0) {
+                        atomic_store(&e->shutdown, true);
+                        atomic_store(&e->control_pending, true);
+                        io_wake(e);
+                        (void)!write(e->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+                }
+                (void)pthread_join(e->io_thread, NULL);
+        }
+        for (unsigned i = 0; e->workers && i < e->n_workers; i++)
+                worker_stop(&e->workers[i]);
+
+        /* Jobs queued but never seen by the I/O thread, and undelivered events, hold references. */
+        for (size_t i = 0; i < e->n_new_jobs; i++)
+                engine_job_unref(e->new_jobs[i]);
+        free(e->new_jobs);
+        for (size_t i = 0; i < e->n_events; i++)
+                if (e->events[i].type == EVENT_JOB) {
+                        e->events[i].job->finished = true;
+                        e->events[i].job->engine = NULL;
+                        engine_job_unref(e->events[i].job);
+                }
+        free(e->events);
+        free(e->dispatching);
+
+        ioring_free(e->ring);
+        for (unsigned i = 0; e->slots && i < e->max_open; i++)
+                hash_ctx_free(e->slots[i].ctx);
+        free(e->slots);
+        free(e->buffers);
+        free(e->workers);
+        if (e->buf_mem)
+                munmap(e->buf_mem, e->buf_mem_size);
+        safe_close(e->wake_fd);
+        safe_close(e->event_fd);
+        pthread_mutex_destroy(&e->control_lock);
+        pthread_mutex_destroy(&e->event_lock);
+        pthread_mutex_destroy(&e->init_lock);
+        pthread_cond_destroy(&e->init_cond);
+        free(e);
+        return NULL;
+}
+
+int engine_get_fd(Engine *e)
+{
+        return e->event_fd;
+}
+
+EngineIoMode engine_get_io_mode(Engine *e)
+{
+        return e->io_mode;
+}
+
+unsigned engine_get_workers(Engine *e)
+{
+        return e->n_workers;
+}
+
+size_t engine_get_buffer_size(Engine *e)
+{
+        return e->buffer_size;
+}
+
+unsigned engine_get_buffers(Engine *e)
+{
+        return e->n_buffers;
+}
+
+uint64_t engine_get_bytes_hashed(Engine *e)
+{
+        return atomic_load_explicit(&e->bytes_hashed, memory_order_relaxed);
+}
+
+unsigned engine_get_files_queued(Engine *e)
+{
+        return atomic_load_explicit(&e->files_queued, memory_order_relaxed);
+}
+
+int engine_dispatch(Engine *e)
+{
+        uint64_t v;
+        Event *evs;
+        size_t n;
+
+        /* Read the eventfd before taking the events: a result posted after the swap re-arms it. */
+        (void)!read(e->event_fd, &v, sizeof(v));
+
+        /* Swap the two arrays (each keeps its capacity): posters fill one while we walk the other. */
+        pthread_mutex_lock(&e->event_lock);
+        evs = e->events;
+        n = e->n_events;
+        size_t cap = e->n_events_alloc;
+        e->events = e->dispatching;
+        e->n_events_alloc = e->n_dispatching_alloc;
+        e->n_events = 0;
+        e->dispatching = evs;
+        e->n_dispatching_alloc = cap;
+        pthread_mutex_unlock(&e->event_lock);
+
+        for (size_t i = 0; i < n; i++) {
+                Event *ev = &evs[i];
+                EngineJob *j = ev->job;
+
+                if (ev->type == EVENT_FILE) {
+                        if (!j->orphaned && j->callbacks.file_done)
+                                j->callbacks.file_done(j, &ev->file, j->userdata);
+                        continue;
+                }
+                j->finished = true;
+                if (!j->orphaned && j->callbacks.job_done)
+                        j->callbacks.job_done(j, ev->job_result, j->userdata);
+                engine_job_unref(j); /* the engine's reference, taken in engine_job_start() */
+        }
+        return (int)n;
+}
+
+int engine_run_once(Engine *e, uint64_t timeout_usec)
+{
+        struct pollfd pfd = { .fd = e->event_fd, .events = POLLIN };
+        int timeout = timeout_usec == UINT64_MAX ? -1 : (int)MIN(timeout_usec / 1000, (uint64_t)INT32_MAX);
+        int k;
+
+        k = poll(&pfd, 1, timeout);
+        if (k < 0)
+                return errno == EINTR ? 0 : -errno;
+        return engine_dispatch(e);
+}
+
+/* ---- jobs ---- */
+
+int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, EngineJob **ret)
+{
+        EngineJob *j;
+
+        if (!e || algo < 0 || algo >= _HASH_ALGO_MAX)
+                return -EINVAL;
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        atomic_init(&j->n_ref, 1);
+        j->engine = e;
+        j->algo = algo;
+        if (options)
+                j->options = *options;
+        *ret = j;
+        return 0;
+}
+
+EngineJob *engine_job_ref(EngineJob *j)
+{
+        if (j)
+                atomic_fetch_add(&j->n_ref, 1);
+        return j;
+}
+
+static void job_free(EngineJob *j)
+{
+        for (size_t i = 0; i < j->n_inputs; i++) {
+                free(j->inputs[i].path);
+                safe_close(j->inputs[i].fd);
+        }
+        free(j->inputs);
+        free(j);
+}
+
+EngineJob *engine_job_unref(EngineJob *j)
+{
+        if (!j)
+                return NULL;
+        unsigned left = atomic_fetch_sub(&j->n_ref, 1) - 1;
+        if (left == 0)
+                job_free(j);
+        else if (left == 1 && j->started && !j->finished && !j->orphaned) {
+                /* Only the engine's own reference is left: nobody wants the results. */
+                j->orphaned = true;
+                engine_job_cancel(j);
+        }
+        return NULL;
+}
+
+static int job_add_input(EngineJob *j, const JobInput *in)
+{
+        if (j->started)
+                return -EBUSY;
+        if (j->n_inputs == j->n_inputs_alloc) {
+                size_t n = j->n_inputs_alloc ? j->n_inputs_alloc * 2 : 16;
+                JobInput *p = realloc(j->inputs, n * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                j->inputs = p;
+                j->n_inputs_alloc = n;
+        }
+        if (j->n_inputs >= INT32_MAX)
+                return -E2BIG;
+        j->inputs[j->n_inputs] = *in;
+        return (int)j->n_inputs++;
+}
+
+int engine_job_add_path(EngineJob *j, const char *path)
+{
+        char *p;
+        int k;
+
+        if (!path || !*path)
+                return -EINVAL;
+        p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        k = job_add_input(j, &(JobInput){ .path = p, .fd = -EBADF });
+        if (k < 0)
+                free(p);
+        return k;
+}
+
+int engine_job_add_fd(EngineJob *j, int fd)
+{
+        if (fd < 0)
+                return -EBADF;
+        return job_add_input(j, &(JobInput){ .fd = fd });
+}
+
+int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata)
+{
+        Engine *e = j->engine;
+
+        if (j->started)
+                return -EBUSY;
+        if (!e)
+                return -ESHUTDOWN;
+        if (callbacks)
+                j->callbacks = *callbacks;
+        j->userdata = userdata;
+
+        pthread_mutex_lock(&e->control_lock);
+        if (e->n_new_jobs == e->n_new_jobs_alloc) {
+                size_t n = e->n_new_jobs_alloc ? e->n_new_jobs_alloc * 2 : 8;
+                EngineJob **p = realloc(e->new_jobs, n * sizeof(*p));
+                if (!p) {
+                        pthread_mutex_unlock(&e->control_lock);
+                        return -ENOMEM;
+                }
+                e->new_jobs = p;
+                e->n_new_jobs_alloc = n;
+        }
+        j->started = true;
+        atomic_store(&j->results_pending, j->n_inputs);
+        atomic_store(&j->start_usec, now_usec());
+        atomic_fetch_add(&e->files_queued, (unsigned)j->n_inputs);
+        e->new_jobs[e->n_new_jobs++] = engine_job_ref(j);
+        pthread_mutex_unlock(&e->control_lock);
+
+        atomic_store_explicit(&e->control_pending, true, memory_order_release);
+        io_wake(e);
+        return 0;
+}
+
+void engine_job_cancel(EngineJob *j)
+{
+        Engine *e = j->engine;
+
+        if (!j->started || j->finished || !e)
+                return;
+        if (atomic_exchange(&j->cancel_requested, true))
+                return;
+        atomic_store(&e->cancel_pending, true);
+        atomic_store_explicit(&e->control_pending, true, memory_order_release);
+        io_wake(e);
+}
+
+void engine_job_get_progress(EngineJob *j, EngineJobProgress *ret)
+{
+        *ret = (EngineJobProgress){
+                .bytes_done = atomic_load_explicit(&j->bytes_done, memory_order_relaxed),
+                .bytes_total = atomic_load_explicit(&j->bytes_total, memory_order_relaxed),
+                .files_done = atomic_load_explicit(&j->files_done, memory_order_relaxed),
+                .files_total = j->n_inputs,
+                .files_failed = atomic_load_explicit(&j->files_failed, memory_order_relaxed),
+                .start_usec = atomic_load_explicit(&j->start_usec, memory_order_relaxed),
+        };
+}
+
+size_t engine_job_get_n_inputs(EngineJob *j)
+{
+        return j->n_inputs;
+}
+
+HashAlgo engine_job_get_algo(EngineJob *j)
+{
+        return j->algo;
+}
+
+bool engine_job_is_finished(EngineJob *j)
+{
+        return j->finished;
+}

@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: MIT */
+/* test-engine: the engine on real files through a real ring, checked against the reference tools */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "hash.h"
+#include "macro.h"
+#include "test-helpers.h"
+
+#define SLOT (1u << 20)
+
+typedef struct Collector {
+        EngineFileResult *results;
+        bool *seen;
+        size_t n, n_seen, n_dupes;
+        bool done;
+        EngineJobResult job_result;
+} Collector;
+
+static void on_file(EngineJob *j, const EngineFileResult *r, void *userdata)
+{
+        Collector *c = userdata;
+
+        assert_true(r->index < c->n);
+        if (c->seen[r->index])
+                c->n_dupes++;
+        c->seen[r->index] = true;
+        c->results[r->index] = *r;
+        c->n_seen++;
+}
+
+static void on_done(EngineJob *j, EngineJobResult result, void *userdata)
+{
+        Collector *c = userdata;
+
+        c->done = true;
+        c->job_result = result;
+}
+
+static const EngineJobCallbacks callbacks = { .file_done = on_file, .job_done = on_done };
+
+static void collector_init(Collector *c, size_t n)
+{
+        *c = (Collector){ .n = n };
+        c->results = calloc(n ? n : 1, sizeof(EngineFileResult));
+        c->seen = calloc(n ? n : 1, sizeof(bool));
+        assert_non_null(c->results);
+        assert_non_null(c->seen);
+}
+
+static void collector_done(Collector *c)
+{
+        free(c->results);
+        free(c->seen);
+}
+
+static void wait_job(Engine *e, Collector *c, uint64_t timeout_usec)
+{
+        uint64_t end = now_usec() + timeout_usec;
+
+        while (!c->done) {
+                assert_true(now_usec() < end);
+                assert_true(engine_run_once(e, 100000) >= 0);
+        }
+        assert_int_equal(c->n_seen, c->n);
+        assert_int_equal(c->n_dupes, 0);
+}
+
+/* Reference digests from the tools people already trust; CRC32C has no Debian CLI, so it is
+ * checked against the (separately tested) portable implementation over the file's bytes. */
+static char *reference_digest(HashAlgo a, const char *path)
+{
+        switch (a) {
+        case HASH_SHA256:
+                return th_run_first_word("sha256sum -- '%s'", path);
+        case HASH_SHA512:
+                return th_run_first_word("sha512sum -- '%s'", path);
+        case HASH_SHA1:
+                return th_run_first_word("sha1sum -- '%s'", path);
+        case HASH_MD5:
+                return th_run_first_word("md5sum -- '%s'", path);
+        case HASH_SHA3_256:
+                return th_run_first_word("openssl dgst -sha3-256 -r '%s'", path);
+        case HASH_BLAKE2B:
+                return th_run_first_word("b2sum -- '%s'", path);
+        case HASH_BLAKE3:
+                return th_run_first_word("b3sum -- '%s'", path);
+        case HASH_XXH3:
+                return th_run_first_word("xxhsum -H3 '%s' 2>/dev/null | sed 's/.* = //'", path);
+        case HASH_XXH128:
+                return th_run_first_word("xxhsum -H128 '%s' 2>/dev/null", path);
+        case HASH_CRC32C: {
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                uint8_t buf[65536], d[4];
+                uint32_t crc = 0;
+                ssize_t n;
+                char *hex = malloc(9);
+                assert_true(fd >= 0);
+                while ((n = read(fd, buf, sizeof buf)) > 0)
+                        crc = crc32c_portable(crc, buf, (size_t)n);
+                d[0] = (uint8_t)(crc >> 24);
+                d[1] = (uint8_t)(crc >> 16);
+                d[2] = (uint8_t)(crc >> 8);
+                d[3] = (uint8_t)crc;
+                hash_to_hex(d, 4, hex);
+                return hex;
+        }
+        default:
+                return NULL;
+        }
+}
+
+static void assert_result_matches(const EngineFileResult *r, HashAlgo a, const char *path)
+{
+        _cleanup_free_ char *ref = reference_digest(a, path);
+        char hex[HASH_HEX_MAX];
+
+        if (r->status != ENGINE_FILE_OK)
+                fail_msg("%s (%s): status %d error %d", path, hash_algo_to_string(a), r->status, r->error);
+        assert_int_equal(r->digest_size, hash_algo_digest_size(a));
+        hash_to_hex(r->digest, r->digest_size, hex);
+        assert_non_null(ref);
+        if (!streq(ref, hex))
+                fail_msg("%s (%s): engine %s, reference %s", path, hash_algo_to_string(a), hex, ref);
+}
+
+static Engine *new_engine(EngineIoMode mode, size_t bufsize, unsigned buffers)
+{
+        Engine *e = NULL;
+        EngineConfig cfg = { .io_mode = mode, .buffer_size = bufsize, .buffers = buffers };
+
+        assert_int_equal(engine_new(&cfg, &e), 0);
+        return e;
+}
+
+/* Hashes paths with every algorithm in one engine and compares each with the reference tool. */
+static void check_paths_all_algos(Engine *e, char **paths, size_t n)
+{
+        for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++) {
+                EngineJob *j = NULL;
+                Collector c;
+
+                collector_init(&c, n);
+                assert_int_equal(engine_job_new(e, a, NULL, &j), 0);
+                for (size_t i = 0; i < n; i++)
+                        assert_int_equal(engine_job_add_path(j, paths[i]), (int)i);
+                assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+                wait_job(e, &c, 120 * 1000000ull);
+                assert_int_equal(c.job_result, ENGINE_JOB_DONE);
+                for (size_t i = 0; i < n; i++)
+                        assert_result_matches(&c.results[i], a, paths[i]);
+                engine_job_unref(j);
+                collector_done(&c);
+        }
+}
+
+static const uint64_t edge_sizes[] = { 0, 1, 4095, 4096, 4097, SLOT - 1, SLOT, SLOT + 1, 3 * (uint64_t)SLOT + 17 };
+
+static void check_edge_sizes(EngineIoMode mode)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine");
+        char *paths[ELEMENTSOF(edge_sizes)];
+        Engine *e = new_engine(mode, SLOT, 8);
+
+        if (mode != ENGINE_IO_AUTO)
+                assert_int_equal(engine_get_io_mode(e), mode);
+        for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/size-%" PRIu64, dir, edge_sizes[i]) > 0);
+                assert_int_equal(th_write_random_file(paths[i], edge_sizes[i], (uint32_t)i + 1), 0);
+        }
+        check_paths_all_algos(e, paths, ELEMENTSOF(edge_sizes));
+        for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++)
+                free(paths[i]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+static void test_sizes_auto(void **state)
+{
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        /* As root (CI) the pool registers; report the mode in the log either way. */
+        print_message("io mode: %s, workers %u, buffers %u x %zu\n", engine_io_mode_to_string(engine_get_io_mode(e)),
+                      engine_get_workers(e), engine_get_buffers(e), engine_get_buffer_size(e));
+        engine_free(e);
+        check_edge_sizes(ENGINE_IO_AUTO);
+}
+
+static void test_sizes_uring_plain(void **state)
+{
+        check_edge_sizes(ENGINE_IO_URING);
+}
+
+static void test_sizes_pread(void **state)
+{
+        check_edge_sizes(ENGINE_IO_PREAD);
+}
+
+/* Small buffers: many reads per file, short-read resumption and ordering across many in flight. */
+static void test_small_buffers(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-small");
+        char *path;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 4096, 32);
+
+        assert_true(asprintf(&path, "%s/f", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 5 * 1000 * 1000 + 3, 77), 0);
+        check_paths_all_algos(e, &path, 1);
+        free(path);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* A sparse file past 4 GiB: offsets above 32 bits, and fadvise's length (0 = to the end). */
+static void test_sparse_4g(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-sparse");
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const uint64_t size = (UINT64_C(4) << 30) + 4097;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+
+        assert_true(asprintf(&path, "%s/sparse", dir) > 0);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)size), 0);
+        /* Data at the start, across the 4 GiB boundary and at the very end. */
+        assert_int_equal(pwrite(fd, "start", 5, 0), 5);
+        assert_int_equal(pwrite(fd, "boundary", 8, (off_t)(UINT64_C(4) << 30) - 4), 8);
+        assert_int_equal(pwrite(fd, "end", 3, (off_t)size - 3), 3);
+        fd = safe_close(fd);
+
+        for (int k = 0; k < 2; k++) {
+                HashAlgo a = k == 0 ? HASH_XXH3 : HASH_BLAKE3;
+                EngineJob *j = NULL;
+                Collector c;
+
+                collector_init(&c, 1);
+                assert_int_equal(engine_job_new(e, a, NULL, &j), 0);
+                assert_int_equal(engine_job_add_path(j, path), 0);
+                assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+                wait_job(e, &c, 300 * 1000000ull);
+                assert_int_equal(c.results[0].size, size);
+                assert_result_matches(&c.results[0], a, path);
+                engine_job_unref(j);
+                collector_done(&c);
+        }
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* 2,000 files in one job, checked against one sha256sum run over all of them. */
+static void test_many_files(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-many");
+        const size_t n = 2000;
+        int fds_before = th_count_fds();
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJob *j = NULL;
+        Collector c;
+        char line[4096];
+        FILE *f;
+        size_t checked = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = NULL;
+                assert_true(asprintf(&p, "%s/%05zu", dir, i) > 0);
+                assert_int_equal(th_write_random_file(p, (i * 7919) % 20000, (uint32_t)i + 100), 0);
+        }
+
+        collector_init(&c, n);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &j), 0);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = NULL;
+                assert_true(asprintf(&p, "%s/%05zu", dir, i) > 0);
+                assert_int_equal(engine_job_add_path(j, p), (int)i);
+        }
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 120 * 1000000ull);
+        assert_int_equal(c.job_result, ENGINE_JOB_DONE);
+
+        snprintf(line, sizeof line, "cd '%s' && ls | sort | xargs sha256sum", dir);
+        f = popen(line, "r");
+        assert_non_null(f);
+        while (fgets(line, sizeof line, f)) {
+                char hex[HASH_HEX_MAX];
+                unsigned idx;
+                assert_int_equal(sscanf(line, "%*s  %u", &idx), 1);
+                assert_true(idx < n);
+                assert_int_equal(c.results[idx].status, ENGINE_FILE_OK);
+                hash_to_hex(c.results[idx].digest, c.results[idx].digest_size, hex);
+                assert_memory_equal(hex, line, 64);
+                checked++;
+        }
+        assert_int_equal(pclose(f), 0);
+        assert_int_equal(checked, n);
+
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+        assert_int_equal(th_count_fds(), fds_before);
+        th_rm_rf(dir);
+}
+
+typedef struct PipeWriter {
+        int fd;
+        size_t size;
+        uint32_t seed;
+} PipeWriter;
+
+static void *pipe_writer(void *arg)
+{
+        PipeWriter *w = arg;
+        uint8_t *buf = malloc(w->size);
+
+        th_fill_random(buf, w->size, w->seed);
+        /* Odd-sized writes, so reads see every kind of partial fill. */
+        for (size_t off = 0; off < w->size;) {
+                size_t n = MIN((size_t)7777, w->size - off);
+                ssize_t k = write(w->fd, buf + off, n);
+                if (k <= 0)
+                        break;
+                off += (size_t)k;
+        }
+        close(w->fd);
+        free(buf);
+        return NULL;
+}
+
+static void test_pipe(void **state)
+{
+        const size_t size = 5 * 1000 * 1000 + 11;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        int p[2];
+        pthread_t t;
+        PipeWriter w = { .size = size, .seed = 4242 };
+        uint8_t *data = malloc(size), ref[HASH_DIGEST_MAX];
+        EngineJob *j = NULL;
+        Collector c;
+
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        w.fd = p[1];
+        assert_int_equal(pthread_create(&t, NULL, pipe_writer, &w), 0);
+
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, HASH_BLAKE3, NULL, &j), 0);
+        assert_int_equal(engine_job_add_fd(j, p[0]), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 60 * 1000000ull);
+        pthread_join(t, NULL);
+
+        th_fill_random(data, size, 4242);
+        assert_int_equal(hash_oneshot(HASH_BLAKE3, data, size, ref), 0);
+        assert_int_equal(c.results[0].status, ENGINE_FILE_OK);
+        assert_int_equal(c.results[0].size, size);
+        assert_memory_equal(c.results[0].digest, ref, 32);
+
+        free(data);
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+}
+
+typedef struct Mutator {
+        const char *path;
+        atomic_bool stop;
+        bool append;
+} Mutator;
+
+static void *mutator(void *arg)
+{
+        Mutator *m = arg;
+        int fd = open(m->path, O_WRONLY | O_CLOEXEC | (m->append ? O_APPEND : 0));
+
+        while (fd >= 0 && !atomic_load(&m->stop)) {
+                if (m->append)
+                        (void)!write(fd, "more", 4);
+                else
+                        (void)!pwrite(fd, "XXXX", 4, 100);
+                usleep(1000);
+        }
+        safe_close(fd);
+        return NULL;
+}
+
+/* A file that grows, or is rewritten in place, while it is hashed is reported CHANGED, never a digest. */
+static void check_changed(bool append)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-grow");
+        _cleanup_free_ char *path = NULL;
+        /* Small slow reads and the slowest algorithm keep the job running for a while. */
+        Engine *e = new_engine(ENGINE_IO_AUTO, 65536, 2);
+        EngineJob *j = NULL;
+        Collector c;
+        pthread_t t;
+        Mutator m = { .append = append };
+
+        assert_true(asprintf(&path, "%s/growing", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 256u << 20, 9), 0);
+        m.path = path;
+
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, HASH_SHA3_256, NULL, &j), 0);
+        assert_int_equal(engine_job_add_path(j, path), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        assert_int_equal(pthread_create(&t, NULL, mutator, &m), 0);
+        wait_job(e, &c, 120 * 1000000ull);
+        atomic_store(&m.stop, true);
+        pthread_join(t, NULL);
+
+        assert_int_equal(c.results[0].status, ENGINE_FILE_CHANGED);
+        assert_int_equal(c.results[0].digest_size, 0);
+        if (append)
+                assert_true(c.results[0].size_after > c.results[0].size_before);
+        else
+                assert_true(c.results[0].mtime_after_nsec != c.results[0].mtime_before_nsec);
+
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+static void test_growing_file(void **state)
+{
+        check_changed(true);
+}
+
+static void test_rewritten_file(void **state)
+{
+        check_changed(false);
+}
+
+/* A missing file, a directory and an unreadable fd among good files: each its own error, the rest fine. */
+static void test_errors_among_good(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-err");
+        _cleanup_free_ char *good1 = NULL, *good2 = NULL, *missing = NULL;
+        int fds_before = th_count_fds();
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJob *j = NULL;
+        Collector c;
+        int wfd;
+
+        assert_true(asprintf(&good1, "%s/good1", dir) > 0);
+        assert_true(asprintf(&good2, "%s/good2", dir) > 0);
+        assert_true(asprintf(&missing, "%s/missing", dir) > 0);
+        assert_int_equal(th_write_random_file(good1, 100000, 1), 0);
+        assert_int_equal(th_write_random_file(good2, 3 << 20, 2), 0);
+        wfd = open(good1, O_WRONLY | O_CLOEXEC); /* write-only: reads fail with EBADF */
+        assert_true(wfd >= 0);
+
+        collector_init(&c, 5);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &j), 0);
+        assert_int_equal(engine_job_add_path(j, good1), 0);
+        assert_int_equal(engine_job_add_path(j, missing), 1);
+        assert_int_equal(engine_job_add_path(j, dir), 2);
+        assert_int_equal(engine_job_add_fd(j, wfd), 3);
+        assert_int_equal(engine_job_add_path(j, good2), 4);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 60 * 1000000ull);
+
+        assert_result_matches(&c.results[0], HASH_SHA256, good1);
+        assert_int_equal(c.results[1].status, ENGINE_FILE_ERROR);
+        assert_int_equal(c.results[1].error, -ENOENT);
+        assert_int_equal(c.results[2].status, ENGINE_FILE_ERROR);
+        assert_int_equal(c.results[2].error, -EISDIR);
+        assert_int_equal(c.results[3].status, ENGINE_FILE_ERROR);
+        assert_int_equal(c.results[3].error, -EBADF);
+        assert_result_matches(&c.results[4], HASH_SHA256, good2);
+
+        EngineJobProgress p;
+        engine_job_get_progress(j, &p);
+        assert_int_equal(p.files_done, 5);
+        assert_int_equal(p.files_failed, 3);
+        assert_int_equal(p.files_total, 5);
+
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+        assert_int_equal(th_count_fds(), fds_before);
+        th_rm_rf(dir);
+}
+
+/* Cancel in the middle: a pipe that never ends, a large file and queued files. The job ends CANCELLED
+ * promptly, every input gets a result, and every fd the job held is closed. */
+static void test_cancel(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-cancel");
+        _cleanup_free_ char *big = NULL;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 65536, 4);
+        EngineJob *j = NULL;
+        Collector c;
+        int p[2];
+        int fds_before;
+        uint64_t t0;
+
+        assert_true(asprintf(&big, "%s/big", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 64u << 20, 3), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        fds_before = th_count_fds() - 1; /* the read end goes to the job */
+
+        collector_init(&c, 102);
+        assert_int_equal(engine_job_new(e, HASH_SHA3_256, NULL, &j), 0);
+        assert_int_equal(engine_job_add_fd(j, p[0]), 0);
+        assert_int_equal(engine_job_add_path(j, big), 1);
+        for (int i = 0; i < 100; i++)
+                assert_int_equal(engine_job_add_path(j, big), i + 2);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+
+        /* Let it get going, then cancel. */
+        t0 = now_usec();
+        while (now_usec() - t0 < 100000)
+                assert_true(engine_run_once(e, 20000) >= 0);
+        EngineJobProgress pr;
+        engine_job_get_progress(j, &pr);
+        assert_true(pr.bytes_done > 0);
+
+        t0 = now_usec();
+        engine_job_cancel(j);
+        wait_job(e, &c, 10 * 1000000ull);
+        print_message("cancel took %" PRIu64 " us\n", now_usec() - t0);
+        assert_true(now_usec() - t0 < 2000000);
+        assert_int_equal(c.job_result, ENGINE_JOB_CANCELLED);
+        assert_int_equal(c.results[0].status, ENGINE_FILE_CANCELLED);
+        assert_int_equal(c.results[101].status, ENGINE_FILE_CANCELLED);
+
+        engine_job_unref(j);
+        collector_done(&c);
+        assert_int_equal(th_count_fds(), fds_before);
+        close(p[1]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* Dropping the last reference to a running job cancels it silently; the engine stays usable. */
+static void test_unref_running(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-unref");
+        _cleanup_free_ char *path = NULL;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJob *j = NULL;
+        Collector c, c2;
+        int p[2];
+
+        assert_true(asprintf(&path, "%s/f", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 12345, 5), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &j), 0);
+        assert_int_equal(engine_job_add_fd(j, p[0]), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        engine_job_unref(j);
+
+        collector_init(&c2, 1);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &j), 0);
+        assert_int_equal(engine_job_add_path(j, path), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c2), 0);
+        wait_job(e, &c2, 10 * 1000000ull);
+        assert_result_matches(&c2.results[0], HASH_SHA256, path);
+        engine_job_unref(j);
+
+        /* The orphan's callbacks never fire. */
+        for (int i = 0; i < 5; i++)
+                assert_true(engine_run_once(e, 10000) >= 0);
+        assert_false(c.done);
+        assert_int_equal(c.n_seen, 0);
+
+        close(p[1]);
+        collector_done(&c);
+        collector_done(&c2);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* An unbounded input (/dev/zero) stops at max_file_size with EFBIG. */
+static void test_max_size(void **state)
+{
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJobOptions o = { .max_file_size = 8u << 20 };
+        EngineJob *j = NULL;
+        Collector c;
+        int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, HASH_XXH3, &o, &j), 0);
+        assert_int_equal(engine_job_add_fd(j, fd), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 30 * 1000000ull);
+        assert_int_equal(c.results[0].status, ENGINE_FILE_ERROR);
+        assert_int_equal(c.results[0].error, -EFBIG);
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+}
+
+static void test_empty_job_and_bad_args(void **state)
+{
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJob *j = NULL;
+        Collector c;
+
+        assert_int_equal(engine_job_new(e, _HASH_ALGO_INVALID, NULL, &j), -EINVAL);
+        assert_int_equal(engine_job_new(e, (HashAlgo)_HASH_ALGO_MAX, NULL, &j), -EINVAL);
+        collector_init(&c, 0);
+        assert_int_equal(engine_job_new(e, HASH_MD5, NULL, &j), 0);
+        assert_int_equal(engine_job_add_fd(j, -1), -EBADF);
+        assert_int_equal(engine_job_add_path(j, ""), -EINVAL);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), -EBUSY);
+        assert_int_equal(engine_job_add_path(j, "/x"), -EBUSY);
+        wait_job(e, &c, 5 * 1000000ull);
+        assert_int_equal(c.job_result, ENGINE_JOB_DONE);
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+
+        EngineConfig bad = { .buffers = 1 };
+        assert_int_equal(engine_new(&bad, &e), -EINVAL);
+        bad = (EngineConfig){ .io_mode = 17 };
+        assert_int_equal(engine_new(&bad, &e), -EINVAL);
+        assert_int_equal(engine_io_mode_from_string("pread"), ENGINE_IO_PREAD);
+        assert_int_equal(engine_io_mode_from_string("nope"), _ENGINE_IO_MODE_INVALID);
+}
+
+/* Many jobs at once from one consumer, then freeing the engine with jobs still running. */
+static void test_concurrent_jobs_and_free(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-conc");
+        _cleanup_free_ char *path = NULL;
+        int fds_before = th_count_fds();
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJob *jobs[20];
+        Collector c[20];
+
+        assert_true(asprintf(&path, "%s/f", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 3 << 20, 8), 0);
+        for (int i = 0; i < 20; i++) {
+                collector_init(&c[i], 10);
+                assert_int_equal(engine_job_new(e, (HashAlgo)(i % _HASH_ALGO_MAX), NULL, &jobs[i]), 0);
+                for (int k = 0; k < 10; k++)
+                        assert_true(engine_job_add_path(jobs[i], path) >= 0);
+                assert_int_equal(engine_job_start(jobs[i], &callbacks, &c[i]), 0);
+        }
+        for (int i = 0; i < 10; i++) {
+                wait_job(e, &c[i], 60 * 1000000ull);
+                for (int k = 0; k < 10; k++)
+                        assert_result_matches(&c[i].results[k], (HashAlgo)(i % _HASH_ALGO_MAX), path);
+        }
+        /* Jobs 10..19 may still run: engine_free() must cancel and release everything. */
+        engine_free(e);
+        for (int i = 0; i < 20; i++) {
+                engine_job_unref(jobs[i]);
+                collector_done(&c[i]);
+        }
+        assert_int_equal(th_count_fds(), fds_before);
+        th_rm_rf(dir);
+}
+
+/* ---- forced fallbacks, in a child process so the restrictions stay there ---- */
+
+static int child_hash_check(EngineIoMode expect)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-fallback");
+        _cleanup_free_ char *path = NULL;
+        Engine *e = NULL;
+        EngineJob *j = NULL;
+        Collector c;
+        int k;
+
+        if (asprintf(&path, "%s/f", dir) < 0 || th_write_random_file(path, 3 * SLOT + 17, 11) < 0)
+                return 10;
+        k = engine_new(&(EngineConfig){ .buffers = 16 }, &e);
+        if (k < 0) {
+                fprintf(stderr, "engine_new: %s\n", strerror(-k));
+                return 11;
+        }
+        if (engine_get_io_mode(e) != expect) {
+                fprintf(stderr, "io mode %s, expected %s\n", engine_io_mode_to_string(engine_get_io_mode(e)),
+                        engine_io_mode_to_string(expect));
+                return 12;
+        }
+        collector_init(&c, 1);
+        if (engine_job_new(e, HASH_SHA256, NULL, &j) < 0 || engine_job_add_path(j, path) < 0 ||
+            engine_job_start(j, &callbacks, &c) < 0)
+                return 13;
+        while (!c.done)
+                engine_run_once(e, 100000);
+        _cleanup_free_ char *ref = th_run_first_word("sha256sum '%s'", path);
+        char hex[HASH_HEX_MAX];
+        hash_to_hex(c.results[0].digest, c.results[0].digest_size, hex);
+        if (c.results[0].status != ENGINE_FILE_OK || !ref || !streq(ref, hex))
+                return 14;
+        engine_job_unref(j);
+        engine_free(e);
+        th_rm_rf(dir);
+        return 0;
+}
+
+static void run_child(int (*fn)(void), const char *what)
+{
+        pid_t pid = fork();
+        int status;
+
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(fn());
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+                print_message("SKIP %s: restriction could not be set up\n", what);
+                return;
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("%s: child failed with status %d", what, status);
+}
+
+/* Registration refused for real: without CAP_IPC_LOCK and with a 1 MiB memlock limit, a 16 MiB pool
+ * cannot be pinned; AUTO must fall back to plain reads and stay correct. */
+static int child_register_refused(void)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2];
+        struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return 77;
+        for (int i = 0; i < 2; i++) {
+                d[i].effective &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
+                d[i].permitted &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
+        }
+        if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+                return 77;
+        return child_hash_check(ENGINE_IO_URING);
+}
+
+/* io_uring unavailable for real: a seccomp filter makes io_uring_setup fail with ENOSYS, as on
+ * kernels built without it or in containers that filter it. AUTO must fall back to pread. */
+static int child_no_uring(void)
+{
+        struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(f), .filter = f };
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                return 77;
+        return child_hash_check(ENGINE_IO_PREAD);
+}
+
+static void test_fallback_register_refused(void **state)
+{
+        run_child(child_register_refused, "register refused");
+}
+
+static void test_fallback_no_uring(void **state)
+{
+        run_child(child_no_uring, "no io_uring");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_empty_job_and_bad_args),
+                cmocka_unit_test(test_sizes_auto),
+                cmocka_unit_test(test_sizes_uring_plain),
+                cmocka_unit_test(test_sizes_pread),
+                cmocka_unit_test(test_small_buffers),
+                cmocka_unit_test(test_errors_among_good),
+                cmocka_unit_test(test_pipe),
+                cmocka_unit_test(test_max_size),
+                cmocka_unit_test(test_many_files),
+                cmocka_unit_test(test_growing_file),
+                cmocka_unit_test(test_rewritten_file),
+                cmocka_unit_test(test_cancel),
+                cmocka_unit_test(test_unref_running),
+                cmocka_unit_test(test_concurrent_jobs_and_free),
+                cmocka_unit_test(test_fallback_register_refused),
+                cmocka_unit_test(test_fallback_no_uring),
+                cmocka_unit_test(test_sparse_4g),
+        };
+
+        /* Reference tools are part of the test's contract: without them it cannot check anything. */
+        const char *tools[] = { "sha256sum", "sha512sum", "sha1sum", "md5sum", "b2sum", "b3sum", "xxhsum", "openssl" };
+        for (size_t i = 0; i < ELEMENTSOF(tools); i++)
+                if (!th_have_program(tools[i])) {
+                        fprintf(stderr, "SKIP: reference tool %s is not installed\n", tools[i]);
+                        return 77;
+                }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
