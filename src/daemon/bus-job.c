@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-job.c: org.fhash.Hasher1.Job on /org/fhash/Hasher1/job/<id>, and the signals about jobs */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-job.h"
+#include "bus-util.h"
+#include "fhash/fhash.h"
+#include "log.h"
+#include "manager.h"
+
+/*
+ * Access: a job, its results, its names and even its progress belong to the uid that created it.
+ * Every call on a job object (Cancel, GetResults, Properties.Get/GetAll, Introspect) by another
+ * uid than the owner's, except root, is refused with AccessDenied in job_find() below, before any
+ * handler or property getter runs. The node enumerator lists only the caller's own jobs. Signals go
+ * only to the connection that created the job.
+ */
+
+static int job_from_path(Manager *m, const char *path, Job **ret)
+{
+        const char *p;
+        uint64_t id = 0;
+        size_t l = strlen(FHASH_JOB_PATH_PREFIX);
+
+        if (strncmp(path, FHASH_JOB_PATH_PREFIX "/", l + 1) != 0)
+                return 0;
+        p = path + l + 1;
+        if (*p == '\0' || *p == '0')
+                return 0;
+        for (; *p; p++) {
+                if (*p < '0' || *p > '9' || id > (UINT64_MAX - 9) / 10)
+                        return 0;
+                id = id * 10 + (uint64_t)(*p - '0');
+        }
+        *ret = manager_find_job(m, id);
+        return *ret ? 1 : 0;
+}
+
+static int job_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,
+                    sd_bus_error *error)
+{
+        Manager *m = userdata;
+        sd_bus_message *msg;
+        Job *j = NULL;
+        uid_t uid;
+        int r;
+
+        if (job_from_path(m, path, &j) <= 0)
+                return 0;
+
+        msg = sd_bus_get_current_message(bus);
+        if (msg) {
+                r = bus_query_sender_uid(msg, &uid);
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+                if (uid != 0 && uid != j->uid)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                                 "Job %" PRIu64 " belongs to another user.", j->id);
+        }
+        *ret_found = j;
+        return 1;
+}
+
+static int job_enumerate(sd_bus *bus, const char *path, void *userdata, char ***ret_nodes, sd_bus_error *error)
+{
+        Manager *m = userdata;
+        sd_bus_message *msg = sd_bus_get_current_message(bus);
+        uid_t uid = 0;
+        char **nodes;
+        size_t n = 0;
+        int r;
+
+        if (msg) {
+                r = bus_query_sender_uid(msg, &uid);
+                if (r < 0)
+                        return r;
+        }
+        nodes = calloc((size_t)m->n_jobs + 1, sizeof(char *));
+        if (!nodes)
+                return -ENOMEM;
+        for (Job *j = m->jobs; j; j = j->next) {
+                if (uid != 0 && uid != j->uid)
+                        continue;
+                nodes[n] = strdup(j->object_path);
+                if (!nodes[n]) {
+                        strv_free(nodes);
+                        return -ENOMEM;
+                }
+                n++;
+        }
+        *ret_nodes = nodes;
+        return 0;
+}
+
+static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", job_state_to_string(j->state));
+}
+
+static int property_get_algorithm(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", hash_algo_to_string(j->algo));
+}
+
+static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Job *j = userdata;
+
+        /* job_find() already refused other users. Cancelling a finished job is a no-op. */
+        log_debug("Job %" PRIu64 " cancelled by %s.", j->id, sd_bus_message_get_sender(msg) ?: "?");
+        job_cancel(j);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+int bus_job_append_result(sd_bus_message *reply, Job *j, size_t i)
+{
+        const JobResult *res = &j->results[i];
+
+        return sd_bus_message_append(reply, "(ustss)", (uint32_t)i, res->name ? res->name : "", res->size,
+                                     res->error ? "" : res->digest, res->error ? res->error : "");
+}
+
+static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        Job *j = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, SD_BUS_TYPE_ARRAY, "(ustss)");
+        for (size_t i = 0; r >= 0 && i < j->n_inputs; i++)
+                if (j->results[i].done)
+                        r = bus_job_append_result(reply, j, i);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static const sd_bus_vtable job_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Algorithm", "s", property_get_algorithm, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("FilesTotal", "u", NULL, offsetof(Job, n_inputs), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("FilesDone", "u", NULL, offsetof(Job, files_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("BytesTotal", "t", NULL, offsetof(Job, bytes_total), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("BytesDone", "t", NULL, offsetof(Job, bytes_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Rate", "t", NULL, offsetof(Job, rate), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Progress", "d", NULL, offsetof(Job, progress), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Owner", "s", NULL, offsetof(Job, owner), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("UID", "u", NULL, offsetof(Job, uid), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_METHOD_WITH_ARGS("Cancel", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_cancel,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetResults", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ustss)", results),
+                                method_get_results, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+int bus_job_register(Manager *m)
+{
+        int r;
+
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, FHASH_JOB_PATH_PREFIX, FHASH_JOB_INTERFACE, job_vtable,
+                                       job_find, m);
+        if (r < 0)
+                return r;
+        return sd_bus_add_node_enumerator(m->bus, NULL, FHASH_JOB_PATH_PREFIX, job_enumerate, m);
+}
+
+/* Signals about a job are addressed to its owner only: dbus-daemon then delivers them to that
+ * connection and to nobody else, whatever match rules others add. */
+static int job_send_unicast(Job *j, sd_bus_message *msg)
+{
+        int r;
+
+        r = sd_bus_message_set_destination(msg, j->owner);
+        if (r < 0)
+                return r;
+        r = sd_bus_send(j->manager->bus, msg, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to send a signal about job %" PRIu64 " to %s: %m", j->id, j->owner);
+        return r;
+}
+
+int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n)
+{
+        sd_bus_message *msg = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(j->manager->bus, &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
+                                      "FilesHashed");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(msg, "o", j->object_path);
+        if (r >= 0)
+                r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "(ustss)");
+        for (size_t k = 0; r >= 0 && k < n; k++)
+                r = bus_job_append_result(msg, j, indices[k]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
+        if (r >= 0)
+                r = job_send_unicast(j, msg);
+        sd_bus_message_unref(msg);
+        return r;
+}
+
+int bus_job_emit_finished(Job *j)
+{
+        sd_bus_message *msg = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(j->manager->bus, &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
+                                      "JobFinished");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(msg, "osuu", j->object_path, job_state_to_string(j->state), j->files_ok,
+                                  j->files_failed);
+        if (r >= 0)
+                r = job_send_unicast(j, msg);
+        sd_bus_message_unref(msg);
+        return r;
+}
+
+int bus_job_emit_properties_changed(Job *j, bool state, bool progress)
+{
+        sd_bus_message *msg = NULL;
+        int r;
+
+        if (!j->started)
+                return 0;
+        r = sd_bus_message_new_signal(j->manager->bus, &msg, j->object_path, "org.freedesktop.DBus.Properties",
+                                      "PropertiesChanged");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(msg, "s", FHASH_JOB_INTERFACE);
+        if (r >= 0)
+                r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "{sv}");
+        if (r >= 0 && state)
+                r = sd_bus_message_append(msg, "{sv}", "State", "s", job_state_to_string(j->state));
+        if (r >= 0 && progress)
+                r = sd_bus_message_append(msg, "{sv}{sv}{sv}{sv}{sv}", "FilesDone", "u", j->files_done,
+                                          "BytesTotal", "t", j->bytes_total, "BytesDone", "t", j->bytes_done,
+                                          "Rate", "t", j->rate, "Progress", "d", j->progress);
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
+        if (r >= 0)
+                r = sd_bus_message_append(msg, "as", 0);
+        if (r >= 0)
+                r = job_send_unicast(j, msg);
+        sd_bus_message_unref(msg);
+        return r;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-job.h: the org.fhash.Hasher1.Job interface on /org/fhash/Hasher1/job/<id>, and job signals */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+
+#include "job.h"
+
+typedef struct Manager Manager;
+
+/* Adds the fallback vtable and node enumerator below FHASH_JOB_PATH_PREFIX. */
+int bus_job_register(Manager *m);
+
+/* Appends the (ustss) of input i. */
+int bus_job_append_result(sd_bus_message *reply, Job *j, size_t i);
+
+/* FilesHashed(o, a(ustss)) with the n results listed in indices, unicast to the owner. */
+int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n);
+/* JobFinished(o, s, u, u), unicast to the owner. */
+int bus_job_emit_finished(Job *j);
+/* org.freedesktop.DBus.Properties.PropertiesChanged for State and/or the progress properties,
+ * unicast to the owner: progress and state are only the owner's (and root's) business. */
+int bus_job_emit_properties_changed(Job *j, bool state, bool progress);

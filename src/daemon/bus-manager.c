@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-manager.c: org.fhash.Hasher1.Manager on /org/fhash/Hasher1: HashFds, HashPaths, ListJobs */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bus-job.h"
+#include "bus-manager.h"
+#include "bus-util.h"
+#include "config.h"
+#include "fhash/fhash.h"
+#include "log.h"
+#include "manager.h"
+
+/* One input of a Hash call, checked before any job exists. */
+typedef struct Input {
+        int fd;                  /* HashFds: our own dup, -EBADF otherwise or when refused */
+        const char *path;        /* HashPaths: points into the message */
+        const char *error_name;  /* set if the input fails up front */
+        const char *error_message;
+} Input;
+
+static void inputs_free(Input *inputs, size_t n)
+{
+        for (size_t i = 0; inputs && i < n; i++)
+                safe_close(inputs[i].fd);
+        free(inputs);
+}
+
+static int read_algorithm(sd_bus_message *msg, HashAlgo *ret, sd_bus_error *error)
+{
+        const char *s;
+        HashAlgo a;
+        int r;
+
+        r = sd_bus_message_read_basic(msg, SD_BUS_TYPE_STRING, &s);
+        if (r < 0)
+                return r;
+        a = hash_algo_from_string(s);
+        if (a < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "algorithm: unknown algorithm \"%s\" (known: %s)", s, hash_algo_list());
+        *ret = a;
+        return 0;
+}
+
+/* Common tail of HashFds and HashPaths: quota, job, reply. Takes the fds of inputs on success. */
+static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo, Input *inputs, size_t n,
+                      const HashOptions *o, sd_bus_error *error)
+{
+        _cleanup_(job_freep) Job *j = NULL;
+        EngineJobOptions eo = { .max_file_size = o->max_size, .dontcache = o->dontcache };
+        uint32_t jobs;
+        uint64_t files;
+        int r;
+
+        if (m->shutting_down)
+                return sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
+
+        manager_uid_usage(m, uid, &jobs, &files);
+        if (m->config.max_jobs_per_uid > 0 && jobs >= m->config.max_jobs_per_uid)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u already has %" PRIu32 " unfinished jobs (limit %" PRIu32 ").",
+                                         (unsigned)uid, jobs, m->config.max_jobs_per_uid);
+        if (m->config.max_files_per_uid > 0 && files + n > m->config.max_files_per_uid)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
+                                         (unsigned)uid, files, n, m->config.max_files_per_uid);
+
+        r = job_new(m, sd_bus_message_get_sender(msg), uid, algo, n, &eo, &j);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n; i++) {
+                r = 0;
+                if (o->names)
+                        r = job_set_name(j, i, o->names[i]);
+                else if (inputs[i].path)
+                        r = job_set_name(j, i, inputs[i].path);
+                if (r < 0)
+                        return r;
+                if (o->expected && o->expected[i][0]) {
+                        r = job_set_expected(j, i, o->expected[i]);
+                        if (r < 0)
+                                return r;
+                }
+                if (inputs[i].error_name)
+                        r = job_fail_input(j, i, inputs[i].error_name, inputs[i].error_message);
+                else if (inputs[i].fd >= 0) {
+                        r = job_add_fd(j, i, inputs[i].fd);
+                        if (r >= 0)
+                                inputs[i].fd = -EBADF;  /* the engine owns it now */
+                } else
+                        r = job_add_path(j, i, inputs[i].path);
+                if (r < 0)
+                        return r;
+        }
+
+        r = job_start(j);
+        if (r < 0)
+                return r;
+
+        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u).", j->id, n, hash_algo_to_string(algo),
+                  j->owner, (unsigned)uid);
+        r = sd_bus_reply_method_return(msg, "o", j->object_path);
+        if (r < 0)
+                return r;
+        TAKE_PTR(j);
+        return 1;
+}
+
+/* Checks one passed fd. Access-mode mistakes are the caller's bug and fail the call; the kind of
+ * file is a per-file outcome (NotRegular), so one directory does not sink a batch. */
+static int check_fd(Input *in, size_t i, int fd, const HashOptions *o, sd_bus_error *error)
+{
+        struct stat st;
+        int flags;
+
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not a usable fd: %m", i);
+        if (flags & O_PATH)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "fds[%zu]: an O_PATH fd cannot be read", i);
+        if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
+        if (fstat(fd, &st) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
+
+        if (S_ISDIR(st.st_mode)) {
+                in->error_name = FHASH_ERROR_NOT_REGULAR;
+                in->error_message = "is a directory";
+                return 0;
+        }
+        if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+                /* A stream has no size to stop at: /dev/zero would keep a worker busy forever. */
+                if (o->max_size == 0) {
+                        in->error_name = FHASH_ERROR_NOT_REGULAR;
+                        in->error_message = "pipes and devices are hashed only with the \"max-size\" option";
+                        return 0;
+                }
+        } else if (!S_ISREG(st.st_mode)) {
+                in->error_name = FHASH_ERROR_NOT_REGULAR;
+                in->error_message = S_ISSOCK(st.st_mode) ? "is a socket" : "not a regular file";
+                return 0;
+        }
+
+        /* Our own copy: the message's fd goes away with the message. Never reopened by path: the
+         * caller's open() is the permission check. */
+        in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (in->fd < 0)
+                return -errno;
+        return 0;
+}
+
+static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Manager *m = userdata;
+        HashOptions o = {};
+        Input *inputs = NULL;
+        int raw[FHASH_MAX_FDS_PER_CALL];
+        size_t n = 0, extra = 0;
+        HashAlgo algo;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_enter_container(msg, SD_BUS_TYPE_ARRAY, "h");
+        if (r < 0)
+                return r;
+        for (;;) {
+                int fd;
+
+                r = sd_bus_message_read_basic(msg, SD_BUS_TYPE_UNIX_FD, &fd);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (n < FHASH_MAX_FDS_PER_CALL)
+                        raw[n++] = fd;
+                else
+                        extra++;
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "fds: no file descriptors given");
+        if (extra > 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "fds: %zu file descriptors, at most %d per call", n + extra,
+                                         FHASH_MAX_FDS_PER_CALL);
+
+        r = read_algorithm(msg, &algo, error);
+        if (r < 0)
+                return r;
+        r = bus_read_hash_options(msg, n, algo, &o, error);
+        if (r < 0)
+                return r;
+
+        r = bus_query_sender_uid(msg, &uid);
+        if (r < 0) {
+                r = sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+                goto finish;
+        }
+
+        inputs = calloc(n, sizeof(Input));
+        if (!inputs) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < n; i++)
+                inputs[i].fd = -EBADF;
+        for (size_t i = 0; i < n; i++) {
+                r = check_fd(&inputs[i], i, raw[i], &o, error);
+                if (r < 0)
+                        goto finish;
+        }
+
+        r = create_job(m, msg, uid, algo, inputs, n, &o, error);
+finish:
+        inputs_free(inputs, n);
+        hash_options_done(&o);
+        return r;
+}
+
+static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Manager *m = userdata;
+        HashOptions o = {};
+        Input *inputs = NULL;
+        char **paths = NULL;
+        size_t n;
+        HashAlgo algo;
+        uid_t uid;
+        int r;
+
+        /* The daemon may read what the caller cannot: paths only for root and for our own uid.
+         * Everyone else opens the files and passes fds. */
+        r = bus_query_sender_uid(msg, &uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+        if (uid != 0 && uid != m->uid)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "HashPaths is only for root and fhashd's own user; pass open "
+                                        "file descriptors to HashFds instead.");
+
+        r = sd_bus_message_read_strv(msg, &paths);
+        if (r < 0)
+                return r;
+        n = strv_length(paths);
+        if (n == 0) {
+                r = sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "paths: no paths given");
+                goto finish;
+        }
+        if (n > m->config.max_paths) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths: %zu paths, at most %" PRIu32 " per call",
+                                      n, m->config.max_paths);
+                goto finish;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (paths[i][0] != '/') {
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "paths[%zu]: \"%.256s\" is not an absolute path", i, paths[i]);
+                        goto finish;
+                }
+                if (strlen(paths[i]) >= PATH_MAX) {
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths[%zu]: longer than PATH_MAX", i);
+                        goto finish;
+                }
+        }
+
+        r = read_algorithm(msg, &algo, error);
+        if (r < 0)
+                goto finish;
+        r = bus_read_hash_options(msg, n, algo, &o, error);
+        if (r < 0)
+                goto finish;
+
+        inputs = calloc(n, sizeof(Input));
+        if (!inputs) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < n; i++) {
+                inputs[i].fd = -EBADF;
+                inputs[i].path = paths[i];
+        }
+        r = create_job(m, msg, uid, algo, inputs, n, &o, error);
+finish:
+        inputs_free(inputs, n);
+        hash_options_done(&o);
+        strv_free(paths);
+        return r;
+}
+
+static int method_list_jobs(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        uid_t uid;
+        int r;
+
+        r = bus_query_sender_uid(msg, &uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, SD_BUS_TYPE_ARRAY, "o");
+        for (Job *j = m->jobs; r >= 0 && j; j = j->next)
+                if (uid == 0 || uid == j->uid)
+                        r = sd_bus_message_append(reply, "o", j->object_path);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r;
+}
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        return sd_bus_message_append(reply, "s", FHASH_VERSION);
+}
+
+static int property_get_algorithms(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        int r;
+
+        r = sd_bus_message_open_container(reply, SD_BUS_TYPE_ARRAY, "s");
+        for (int a = 0; r >= 0 && a < _HASH_ALGO_MAX; a++)
+                r = sd_bus_message_append(reply, "s", hash_algo_to_string((HashAlgo)a));
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+static int property_get_workers(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "u", engine_get_workers(m->engine));
+}
+
+static int property_get_queued_files(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error)
+{
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "u", engine_get_files_queued(m->engine));
+}
+
+static int property_get_bytes_hashed(sd_bus *bus, const char *path, const char *interface,
+                                     const char *property, sd_bus_message *reply, void *userdata,
+                                     sd_bus_error *error)
+{
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "t", engine_get_bytes_hashed(m->engine));
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Algorithms", "as", property_get_algorithms, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Workers", "u", property_get_workers, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("ActiveJobs", "u", NULL, offsetof(Manager, active_jobs), 0),
+        SD_BUS_PROPERTY("QueuedFiles", "u", property_get_queued_files, 0, 0),
+        SD_BUS_PROPERTY("BytesHashed", "t", property_get_bytes_hashed, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("HashFds", SD_BUS_ARGS("ah", fds, "s", algorithm, "a{sv}", options),
+                                SD_BUS_RESULT("o", job), method_hash_fds, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("HashPaths", SD_BUS_ARGS("as", paths, "s", algorithm, "a{sv}", options),
+                                SD_BUS_RESULT("o", job), method_hash_paths, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("ao", jobs), method_list_jobs,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("FilesHashed", SD_BUS_ARGS("o", job, "a(ustss)", results), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("JobFinished",
+                                SD_BUS_ARGS("o", job, "s", result, "u", files_ok, "u", files_failed), 0),
+        SD_BUS_VTABLE_END,
+};
+
+int bus_manager_register(Manager *m)
+{
+        return sd_bus_add_object_vtable(m->bus, NULL, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, manager_vtable, m);
+}

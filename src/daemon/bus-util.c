@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-util.c: caller credentials, the a{sv} options of the Hash calls and errno -> error names */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-util.h"
+#include "fhash/fhash.h"
+#include "macro.h"
+
+char **strv_free(char **l)
+{
+        if (!l)
+                return NULL;
+        for (char **p = l; *p; p++)
+                free(*p);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char *const *l)
+{
+        size_t n = 0;
+
+        while (l && l[n])
+                n++;
+        return n;
+}
+
+int bus_query_sender_uid(sd_bus_message *m, uid_t *ret)
+{
+        sd_bus_creds *creds = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
+        if (r < 0)
+                return r;
+        /* sd-bus fills in what the driver did not say from /proc/<pid>; a uid found that way could
+         * belong to whoever got the PID since, so it does not count. */
+        if (sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID)
+                r = -EPERM;
+        else
+                r = sd_bus_creds_get_euid(creds, &uid);
+        sd_bus_creds_unref(creds);
+        if (r < 0)
+                return r;
+        *ret = uid;
+        return 0;
+}
+
+void hash_options_done(HashOptions *o)
+{
+        o->names = strv_free(o->names);
+        o->expected = strv_free(o->expected);
+        o->max_size = 0;
+        o->dontcache = false;
+}
+
+/* Reads the variant's value if it has the signature the key needs; InvalidArgs naming the key
+ * otherwise. */
+static int read_variant(sd_bus_message *m, const char *key, const char *want, void *ret,
+                        sd_bus_error *error)
+{
+        const char *contents;
+        char type;
+        int r;
+
+        r = sd_bus_message_peek_type(m, &type, &contents);
+        if (r < 0)
+                return r;
+        if (type != SD_BUS_TYPE_VARIANT || !contents || !streq(contents, want))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "options: \"%s\" must be of type '%s', not '%s'", key, want,
+                                         contents ? contents : "?");
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, want);
+        if (r < 0)
+                return r;
+        if (streq(want, "as"))
+                r = sd_bus_message_read_strv(m, (char ***)ret);
+        else
+                r = sd_bus_message_read_basic(m, want[0], ret);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, HashOptions *ret,
+                          sd_bus_error *error)
+{
+        HashOptions o = {};
+        size_t digest_size = hash_algo_digest_size(algo);
+        int dontcache = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
+        if (r < 0)
+                goto fail;
+        for (;;) {
+                const char *key;
+
+                r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+                if (r < 0)
+                        goto fail;
+                if (r == 0)
+                        break;
+                r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &key);
+                if (r < 0)
+                        goto fail;
+
+                if (streq(key, "names")) {
+                        o.names = strv_free(o.names);
+                        r = read_variant(m, key, "as", &o.names, error);
+                } else if (streq(key, "expected")) {
+                        o.expected = strv_free(o.expected);
+                        r = read_variant(m, key, "as", &o.expected, error);
+                } else if (streq(key, "max-size"))
+                        r = read_variant(m, key, "t", &o.max_size, error);
+                else if (streq(key, "dontcache"))
+                        r = read_variant(m, key, "b", &dontcache, error);
+                else
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "options: unknown option \"%s\" (known: names, expected, "
+                                              "max-size, dontcache)",
+                                              key);
+                if (r < 0)
+                        goto fail;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        goto fail;
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                goto fail;
+        o.dontcache = dontcache;
+
+        if (o.names && strv_length(o.names) != n_inputs) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                      "options: \"names\" has %zu entries for %zu inputs",
+                                      strv_length(o.names), n_inputs);
+                goto fail;
+        }
+        if (o.expected) {
+                if (strv_length(o.expected) != n_inputs) {
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "options: \"expected\" has %zu entries for %zu inputs",
+                                              strv_length(o.expected), n_inputs);
+                        goto fail;
+                }
+                for (size_t i = 0; i < n_inputs; i++) {
+                        uint8_t buf[HASH_DIGEST_MAX];
+                        char *e = o.expected[i];
+
+                        /* "" means: no expectation for this input. */
+                        if (e[0] == '\0')
+                                continue;
+                        if (strlen(e) != 2 * digest_size || hash_from_hex(e, buf, digest_size) < 0) {
+                                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                      "options: expected[%zu] is not a %zu-digit hex %s digest",
+                                                      i, 2 * digest_size, hash_algo_to_string(algo));
+                                goto fail;
+                        }
+                        for (char *p = e; *p; p++)
+                                *p = (char)tolower((unsigned char)*p);
+                }
+        }
+
+        *ret = o;
+        return 0;
+fail:
+        hash_options_done(&o);
+        return r;
+}
+
+const sd_bus_error_map fhash_error_map[] = {
+        SD_BUS_ERROR_MAP(FHASH_ERROR_NOT_FOUND, ENOENT),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_ACCESS_DENIED, EACCES),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_IO, EIO),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_CHANGED, ESTALE),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_NOT_REGULAR, EISDIR),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_MISMATCH, EBADMSG),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_CANCELLED, ECANCELED),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_BUSY, EBUSY),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_TOO_LARGE, EFBIG),
+        SD_BUS_ERROR_MAP_END,
+};
+
+const char *fhash_error_from_errno(int error)
+{
+        switch (error < 0 ? -error : error) {
+        case ENOENT:
+        case ENOTDIR:
+        case ENXIO:
+        case ENODEV:
+                return FHASH_ERROR_NOT_FOUND;
+        case EACCES:
+        case EPERM:
+                return FHASH_ERROR_ACCESS_DENIED;
+        case EISDIR:
+                return FHASH_ERROR_NOT_REGULAR;
+        case EFBIG:
+                return FHASH_ERROR_TOO_LARGE;
+        case ECANCELED:
+                return FHASH_ERROR_CANCELLED;
+        default:
+                return FHASH_ERROR_IO;
+        }
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* fhashd.c: main(): command line, signal mask, then the manager's event loop */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine.h"
+#include "log.h"
+#include "manager.h"
+
+static void help(void)
+{
+        printf("Usage: fhashd [OPTIONS]\n"
+               "Hash files for D-Bus clients (org.fhash.Hasher1).\n\n"
+               "  --system                 Connect to the system bus (default)\n"
+               "  --user                   Connect to the user bus\n"
+               "  --address ADDR           Connect to the bus at ADDR\n"
+               "  --starter                Connect to $DBUS_STARTER_ADDRESS (the default when it is set\n"
+               "                           and no bus is chosen: the bus that activated us)\n"
+               "  --workers N              Hashing threads (0 = one per CPU)\n"
+               "  --buffer-size BYTES      Bytes per buffer (K, M suffixes)\n"
+               "  --buffers N              Buffers in the pool\n"
+               "  --io-mode MODE           auto, uring-registered, uring or pread\n"
+               "  --idle-exit SECONDS      Exit after this long without jobs (0 = never, default)\n"
+               "  --keep-finished SECONDS  Keep finished jobs on the bus this long (default 60)\n"
+               "  --max-paths N            Paths per HashPaths call (default 100000)\n"
+               "  --max-jobs-per-uid N     Unfinished jobs per uid (default 64, 0 = unlimited)\n"
+               "  --max-files-per-uid N    Unfinished files per uid (default 1000000, 0 = unlimited)\n"
+               "  --log-level LEVEL        err, warning, notice, info (default), debug\n"
+               "  -h --help                Show this help\n"
+               "  --version                Show the version\n");
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+        unsigned long long v;
+        char *end;
+
+        errno = 0;
+        if (!s[0] || s[0] == '-')
+                return -EINVAL;
+        v = strtoull(s, &end, 10);
+        if (errno != 0 || end == s)
+                return -EINVAL;
+        switch (*end) {
+        case 'K':
+        case 'k':
+                v = v > UINT64_MAX / 1024 ? UINT64_MAX : v * 1024;
+                end++;
+                break;
+        case 'M':
+                v = v > UINT64_MAX / (1024 * 1024) ? UINT64_MAX : v * 1024 * 1024;
+                end++;
+                break;
+        default:
+                break;
+        }
+        if (*end != '\0' || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
+static int parse_seconds(const char *s, uint64_t *ret_usec)
+{
+        double d;
+        char *end;
+
+        errno = 0;
+        d = strtod(s, &end);
+        if (errno != 0 || end == s || *end != '\0' || !isfinite(d) || d < 0 || d > 1e9)
+                return -EINVAL;
+        *ret_usec = (uint64_t)(d * 1e6);
+        return 0;
+}
+
+static int parse_argv(int argc, char *argv[], ManagerConfig *c)
+{
+        enum {
+                ARG_SYSTEM = 0x100,
+                ARG_USER,
+                ARG_ADDRESS,
+                ARG_STARTER,
+                ARG_WORKERS,
+                ARG_BUFFER_SIZE,
+                ARG_BUFFERS,
+                ARG_IO_MODE,
+                ARG_IDLE_EXIT,
+                ARG_KEEP_FINISHED,
+                ARG_MAX_PATHS,
+                ARG_MAX_JOBS_PER_UID,
+                ARG_MAX_FILES_PER_UID,
+                ARG_LOG_LEVEL,
+                ARG_VERSION,
+        };
+        static const struct option options[] = {
+                { "system", no_argument, NULL, ARG_SYSTEM },
+                { "user", no_argument, NULL, ARG_USER },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "starter", no_argument, NULL, ARG_STARTER },
+                { "workers", required_argument, NULL, ARG_WORKERS },
+                { "buffer-size", required_argument, NULL, ARG_BUFFER_SIZE },
+                { "buffers", required_argument, NULL, ARG_BUFFERS },
+                { "io-mode", required_argument, NULL, ARG_IO_MODE },
+                { "idle-exit", required_argument, NULL, ARG_IDLE_EXIT },
+                { "keep-finished", required_argument, NULL, ARG_KEEP_FINISHED },
+                { "max-paths", required_argument, NULL, ARG_MAX_PATHS },
+                { "max-jobs-per-uid", required_argument, NULL, ARG_MAX_JOBS_PER_UID },
+                { "max-files-per-uid", required_argument, NULL, ARG_MAX_FILES_PER_UID },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        bool bus_chosen = false;
+        uint64_t v;
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                r = 0;
+                switch (opt) {
+                case ARG_SYSTEM:
+                        c->bus_kind = BUS_KIND_SYSTEM;
+                        bus_chosen = true;
+                        break;
+                case ARG_USER:
+                        c->bus_kind = BUS_KIND_USER;
+                        bus_chosen = true;
+                        break;
+                case ARG_ADDRESS:
+                        c->bus_kind = BUS_KIND_ADDRESS;
+                        c->address = optarg;
+                        bus_chosen = true;
+                        break;
+                case ARG_STARTER:
+                        c->address = getenv("DBUS_STARTER_ADDRESS");
+                        if (!c->address) {
+                                log_error("--starter: $DBUS_STARTER_ADDRESS is not set.");
+                                return -EINVAL;
+                        }
+                        c->bus_kind = BUS_KIND_ADDRESS;
+                        bus_chosen = true;
+                        break;
+                case ARG_WORKERS:
+                        r = parse_u64(optarg, 1024, &v);
+                        c->engine.workers = (unsigned)v;
+                        break;
+                case ARG_BUFFER_SIZE:
+                        r = parse_u64(optarg, 256 * 1024 * 1024, &v);
+                        c->engine.buffer_size = (size_t)v;
+                        break;
+                case ARG_BUFFERS:
+                        r = parse_u64(optarg, 65536, &v);
+                        c->engine.buffers = (unsigned)v;
+                        break;
+                case ARG_IO_MODE: {
+                        EngineIoMode mode = engine_io_mode_from_string(optarg);
+
+                        if (mode < 0)
+                                r = -EINVAL;
+                        else
+                                c->engine.io_mode = mode;
+                        break;
+                }
+                case ARG_IDLE_EXIT:
+                        r = parse_seconds(optarg, &c->idle_exit_usec);
+                        break;
+                case ARG_KEEP_FINISHED:
+                        r = parse_seconds(optarg, &c->keep_finished_usec);
+                        break;
+                case ARG_MAX_PATHS:
+                        r = parse_u64(optarg, UINT32_MAX, &v);
+                        if (r >= 0 && v == 0)
+                                r = -ERANGE;
+                        c->max_paths = (uint32_t)v;
+                        break;
+                case ARG_MAX_JOBS_PER_UID:
+                        r = parse_u64(optarg, UINT32_MAX, &v);
+                        c->max_jobs_per_uid = (uint32_t)v;
+                        break;
+                case ARG_MAX_FILES_PER_UID:
+                        r = parse_u64(optarg, UINT64_MAX, &c->max_files_per_uid);
+                        break;
+                case ARG_LOG_LEVEL:
+                        r = log_level_from_string(optarg);
+                        if (r >= 0)
+                                log_set_max_level(r);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        puts("fhashd " FHASH_VERSION);
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+                if (r < 0) {
+                        log_error("Invalid value for --%s: %s", options[opt - ARG_SYSTEM].name, optarg);
+                        return -EINVAL;
+                }
+        }
+        if (optind < argc) {
+                log_error("Unexpected argument: %s", argv[optind]);
+                return -EINVAL;
+        }
+        /* Bus-activated without a bus option: serve the bus that started us, whichever it is. */
+        if (!bus_chosen && getenv("DBUS_STARTER_ADDRESS")) {
+                c->bus_kind = BUS_KIND_ADDRESS;
+                c->address = getenv("DBUS_STARTER_ADDRESS");
+        }
+        return 1;
+}
+
+int main(int argc, char *argv[])
+{
+        _cleanup_(manager_freep) Manager *m = NULL;
+        ManagerConfig config = MANAGER_CONFIG_DEFAULT;
+        sigset_t mask;
+        int r;
+
+        r = parse_argv(argc, argv, &config);
+        if (r <= 0)
+                return r < 0 ? 2 : 0;
+
+        /* Blocked before the engine starts its threads, so they inherit the mask and the signals
+         * reach only the loop's signalfd. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                log_error_errno(errno, "Failed to block signals: %m");
+                return 1;
+        }
+
+        /* sd-bus writes with MSG_NOSIGNAL; this covers anything else writing to a dead peer. */
+        (void)signal(SIGPIPE, SIG_IGN);
+
+        r = manager_new(&config, &m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the engine: %m");
+                return 1;
+        }
+        r = manager_start(m);
+        if (r < 0)
+                return 1;
+        r = manager_run(m);
+        if (r < 0)
+                return 1;
+        log_info("Exiting.");
+        return r;
+}
