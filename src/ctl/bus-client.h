@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-client.h: fhashctl's side of org.fhash.Hasher1: connect, HashFds batches, jobs, status */
+#pragma once
+
+#include <stdio.h>
+#include <systemd/sd-bus.h>
+
+#include "runner.h"
+
+typedef enum BusKind {
+        BUS_KIND_SYSTEM,
+        BUS_KIND_USER,
+        BUS_KIND_ADDRESS,
+} BusKind;
+
+/* Connects and pings fhashd (which D-Bus-activates it where it is activatable). -errno with error set
+ * to the bus's reason when there is no bus or nobody owns org.fhash.Hasher1. */
+int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error);
+
+/*
+ * Hashes items through fhashd. fhashctl opens every file itself and passes fds, FHASH_MAX_FDS_PER_CALL
+ * per HashFds call, each call one job; up to BUS_CLIENT_JOBS_IN_FLIGHT jobs are outstanding at a time,
+ * which keeps the daemon's queue fed while bounding our open fds (128) well under the per-uid job cap
+ * (64 by default; a Busy answer makes us wait for one of our jobs to end and retry). Expected digests
+ * are passed as the "expected" option, so the daemon compares and reports Mismatch.
+ *
+ * Race-freedom: the match for FilesHashed/JobFinished is added (synchronously, so dbus-daemon has it)
+ * before the first call, and signals for a job path not known yet (its HashFds reply not processed)
+ * are kept and replayed once the reply names the job, so no result can be lost whatever the order.
+ */
+#define BUS_CLIENT_JOBS_IN_FLIGHT 8
+int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, void *userdata,
+                   Progress *progress, sd_bus_error *error);
+
+/* The manager's properties, "Name: value" lines. */
+int bus_client_status(sd_bus *bus, FILE *f, sd_bus_error *error);
+/* One line per job of ours: path, state, algorithm, files and bytes done/total. */
+int bus_client_list_jobs(sd_bus *bus, FILE *f, sd_bus_error *error);
+/* job: a full object path or the id after FHASH_JOB_PATH_PREFIX "/". */
+int bus_client_cancel(sd_bus *bus, const char *job, sd_bus_error *error);
+/* Follows a job's properties until it ends; draws progress; writes the final state to f.
+ * Returns 0 if the job ended "done", 1 otherwise, or -errno. */
+int bus_client_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, sd_bus_error *error);

@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bus-client.h"
+#include "config.h"
+#include "ctl.h"
+#include "fhash/fhash.h"
+#include "macro.h"
+#include "manifest.h"
+#include "output.h"
+#include "progress.h"
+#include "runner.h"
+#include "walk.h"
+
+typedef struct Args {
+        const char *verb;
+        HashAlgo algo;
+        bool algo_set;
+        bool recursive, tag, zero, json, follow, one_file_system;
+        ProgressMode progress;
+        char **excludes;
+        size_t n_excludes;
+        bool local, daemon;
+        BusKind bus_kind;
+        const char *address;
+        bool quiet, status, strict, ignore_missing, warn;
+        char **rest;
+        size_t n_rest;
+} Args;
+
+static const char *program = "fhashctl";
+
+_printf_(1, 2) static void err(const char *fmt, ...)
+{
+        va_list ap;
+
+        fflush(stdout);
+        fprintf(stderr, "%s: ", program);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+/* "fhashctl: NAME: reason" with NAME quoted as coreutils' quotef() does. */
+static void err_name(const char *name, const char *reason)
+{
+        _cleanup_free_ char *q = NULL;
+
+        if (streq(name, "-"))
+                name = "standard input";
+        if (output_quote(name, &q) < 0)
+                err("%s: %s", name, reason);
+        else
+                err("%s: %s", q, reason);
+}
+
+static const char *const verb_help[][2] = {
+        { "hash",
+          "Usage: fhashctl hash [OPTION]... [FILE|DIR]...\n"
+          "Print a checksum line per FILE ('-' or none: standard input), in the order given,\n"
+          "as sha256sum does. Hashes through fhashd unless --local; falls back to in-process\n"
+          "hashing (with one note on stderr) if fhashd cannot be reached, unless --daemon.\n\n"
+          "  -a, --algorithm=ALGO   digest algorithm (default sha256; see 'fhashctl algorithms')\n"
+          "  -r, --recursive        hash the regular files under each DIR, sorted, depth first\n"
+          "      --exclude=GLOB     with -r, skip names or paths matching GLOB (repeatable)\n"
+          "      --follow           with -r, follow symbolic links (loops are detected)\n"
+          "      --one-file-system  with -r, do not enter other file systems\n"
+          "      --tag              BSD-style lines: SHA256 (FILE) = HEX (as cksum --tag)\n"
+          "  -z, --zero             end lines with NUL, do not escape names\n"
+          "      --json             one JSON object per file, then a summary object; errors are in\n"
+          "                         the objects (\"error\"), not on stderr; names that are not UTF-8\n"
+          "                         carry each bad byte as \\udcXX (Python's surrogateescape)\n"
+          "      --progress         draw progress on stderr (only if a terminal) from the start\n"
+          "      --no-progress      never draw progress (default: after ~1 s on a terminal)\n" },
+        { "check",
+          "Usage: fhashctl check [OPTION]... [SUMFILE]...\n"
+          "Verify the checksums listed in SUMFILEs ('-' or none: standard input) written by\n"
+          "sha*sum, md5sum, b2sum, b3sum, xxhsum or cksum --tag. Untagged lines take the algorithm\n"
+          "from -a, or else from the digest length (64 hex: sha256, 128: sha512, 32: md5, 40: sha1,\n"
+          "16: xxh3, 8: crc32c); b3sum, b2sum and xxhsum -H128 files need -a. Tagged lines name theirs.\n\n"
+          "  -a, --algorithm=ALGO   algorithm of untagged lines\n"
+          "      --ignore-missing   do not fail or report status for missing files\n"
+          "      --quiet            do not print OK for each successfully verified file\n"
+          "      --status           print nothing; the exit status says it all\n"
+          "      --strict           exit non-zero for improperly formatted lines\n"
+          "  -w, --warn             warn about improperly formatted lines\n"
+          "  -z, --zero             SUMFILE lines end with NUL\n"
+          "      --json             one JSON object per file, then a summary object per SUMFILE\n"
+          "      --progress, --no-progress   as for hash\n" },
+        { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
+        { "watch", "Usage: fhashctl watch JOB\nFollow a job's progress until it ends (JOB: id or object path).\n"
+                   "Exit status 0 if it ended 'done', 1 otherwise.\n" },
+        { "cancel", "Usage: fhashctl cancel JOB\nCancel one of your jobs (JOB: id or object path).\n" },
+        { "status", "Usage: fhashctl status\nShow fhashd's version, algorithms, workers, jobs and totals.\n" },
+        { "algorithms", "Usage: fhashctl algorithms\nList the algorithm names -a accepts, one per line.\n" },
+};
+
+static void help_main(FILE *f)
+{
+        fprintf(f, "Usage: fhashctl [GLOBAL OPTION]... VERB [OPTION]... [ARG]...\n"
+                   "Hash files with fhashd, or in-process.\n\n"
+                   "Verbs:\n"
+                   "  hash FILE|DIR...   print checksums (sha256sum-compatible output)\n"
+                   "  check SUMFILE...   verify checksum files\n"
+                   "  jobs               list your jobs in fhashd\n"
+                   "  watch JOB          follow a job's progress\n"
+                   "  cancel JOB         cancel a job\n"
+                   "  status             show fhashd's state\n"
+                   "  algorithms         list algorithms\n\n"
+                   "Global options:\n"
+                   "      --local            hash in this process, without fhashd\n"
+                   "      --daemon           fail instead of falling back to in-process hashing\n"
+                   "      --system           talk to fhashd on the system bus (default)\n"
+                   "      --user             talk to fhashd on the user's session bus\n"
+                   "      --address=ADDR     talk to fhashd on the bus at ADDR\n"
+                   "  -h, --help             show help (for a verb: fhashctl VERB --help)\n"
+                   "      --version          show the version\n\n"
+                   "Exit status: 0 success, 1 a file failed or did not match, 2 usage error.\n");
+}
+
+static int help_verb(const char *verb)
+{
+        for (size_t i = 0; i < ELEMENTSOF(verb_help); i++)
+                if (streq(verb_help[i][0], verb)) {
+                        fputs(verb_help[i][1], stdout);
+                        return CTL_EXIT_OK;
+                }
+        help_main(stdout);
+        return CTL_EXIT_OK;
+}
+
+static int usage_error(const char *fmt, ...) _printf_(1, 2);
+static int usage_error(const char *fmt, ...)
+{
+        va_list ap;
+
+        fprintf(stderr, "%s: ", program);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry '%s --help' for more information.\n", program);
+        return CTL_EXIT_USAGE;
+}
+
+enum {
+        ARG_TAG = 0x100,
+        ARG_JSON,
+        ARG_PROGRESS,
+        ARG_NO_PROGRESS,
+        ARG_EXCLUDE,
+        ARG_ONE_FS,
+        ARG_FOLLOW,
+        ARG_LOCAL,
+        ARG_DAEMON,
+        ARG_SYSTEM,
+        ARG_USER,
+        ARG_ADDRESS,
+        ARG_QUIET,
+        ARG_STATUS,
+        ARG_STRICT,
+        ARG_IGNORE_MISSING,
+        ARG_VERSION,
+};
+
+/* Returns -1 to go on, or an exit code. */
+static int parse_args(int argc, char *argv[], Args *a)
+{
+        static const struct option options[] = {
+                { "algorithm", required_argument, NULL, 'a' },
+                { "recursive", no_argument, NULL, 'r' },
+                { "tag", no_argument, NULL, ARG_TAG },
+                { "zero", no_argument, NULL, 'z' },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "progress", no_argument, NULL, ARG_PROGRESS },
+                { "no-progress", no_argument, NULL, ARG_NO_PROGRESS },
+                { "exclude", required_argument, NULL, ARG_EXCLUDE },
+                { "one-file-system", no_argument, NULL, ARG_ONE_FS },
+                { "follow", no_argument, NULL, ARG_FOLLOW },
+                { "local", no_argument, NULL, ARG_LOCAL },
+                { "daemon", no_argument, NULL, ARG_DAEMON },
+                { "system", no_argument, NULL, ARG_SYSTEM },
+                { "user", no_argument, NULL, ARG_USER },
+                { "address", required_argument, NULL, ARG_ADDRESS },
+                { "quiet", no_argument, NULL, ARG_QUIET },
+                { "status", no_argument, NULL, ARG_STATUS },
+                { "strict", no_argument, NULL, ARG_STRICT },
+                { "ignore-missing", no_argument, NULL, ARG_IGNORE_MISSING },
+                { "warn", no_argument, NULL, 'w' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        bool help = false;
+        int c;
+
+        a->algo = HASH_SHA256;
+        a->progress = PROGRESS_AUTO;
+        a->bus_kind = BUS_KIND_SYSTEM;
+
+        while ((c = getopt_long(argc, argv, "a:rzwh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'a':
+                        a->algo = hash_algo_from_string(optarg);
+                        if (a->algo < 0)
+                                return usage_error("unknown algorithm '%s' (valid: %s)", optarg,
+                                                   hash_algo_list());
+                        a->algo_set = true;
+                        break;
+                case 'r':
+                        a->recursive = true;
+                        break;
+                case ARG_TAG:
+                        a->tag = true;
+                        break;
+                case 'z':
+                        a->zero = true;
+                        break;
+                case ARG_JSON:
+                        a->json = true;
+                        break;
+                case ARG_PROGRESS:
+                        a->progress = PROGRESS_ON;
+                        break;
+                case ARG_NO_PROGRESS:
+                        a->progress = PROGRESS_OFF;
+                        break;
+                case ARG_EXCLUDE: {
+                        char **n = reallocarray(a->excludes, a->n_excludes + 1, sizeof(char *));
+                        if (!n) {
+                                err("Out of memory.");
+                                return CTL_EXIT_FAILED;
+                        }
+                        a->excludes = n;
+                        a->excludes[a->n_excludes++] = optarg;
+                        break;
+                }
+                case ARG_ONE_FS:
+                        a->one_file_system = true;
+                        break;
+                case ARG_FOLLOW:
+                        a->follow = true;
+                        break;
+                case ARG_LOCAL:
+                        a->local = true;
+                        break;
+                case ARG_DAEMON:
+                        a->daemon = true;
+                        break;
+                case ARG_SYSTEM:
+                        a->bus_kind = BUS_KIND_SYSTEM;
+                        break;
+                case ARG_USER:
+                        a->bus_kind = BUS_KIND_USER;
+                        break;
+                case ARG_ADDRESS:
+                        a->bus_kind = BUS_KIND_ADDRESS;
+                        a->address = optarg;
+                        break;
+                case ARG_QUIET:
+                        a->quiet = true;
+                        break;
+                case ARG_STATUS:
+                        a->status = true;
+                        break;
+                case ARG_STRICT:
+                        a->strict = true;
+                        break;
+                case ARG_IGNORE_MISSING:
+                        a->ignore_missing = true;
+                        break;
+                case 'w':
+                        a->warn = true;
+                        break;
+                case 'h':
+                        help = true;
+                        break;
+                case ARG_VERSION:
+                        printf("fhashctl %s\n", FHASH_VERSION);
+                        return CTL_EXIT_OK;
+                default:
+                        fprintf(stderr, "Try '%s --help' for more information.\n", program);
+                        return CTL_EXIT_USAGE;
+                }
+        }
+
+        if (optind < argc)
+                a->verb = argv[optind++];
+        a->rest = argv + optind;
+        a->n_rest = (size_t)(argc - optind);
+
+        if (help) {
+                if (!a->verb)
+                        help_main(stdout);
+                else
+                        help_verb(a->verb);
+                return CTL_EXIT_OK;
+        }
+        if (!a->verb)
+                return usage_error("missing verb");
+        if (a->local && a->daemon)
+                return usage_error("--local and --daemon exclude each other");
+        if ((a->tag ? 1 : 0) + (a->json ? 1 : 0) > 1)
+                return usage_error("--tag and --json exclude each other");
+        if (a->json && a->zero)
+                return usage_error("--zero and --json exclude each other");
+        return -1;
+}
+
+/* Runs the items through fhashd or in-process, per the options. Returns 0, or -errno after saying why. */
+static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn fn, void *userdata)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus = NULL;
+        Progress progress;
+        int r;
+
+        progress_init(&progress, a->status ? PROGRESS_OFF : a->progress, STDERR_FILENO);
+
+        if (!a->local) {
+                r = bus_client_open(a->bus_kind, a->address, &bus, &error);
+                if (r < 0) {
+                        const char *why = sd_bus_error_is_set(&error) && error.message ? error.message
+                                                                                         : strerror(-r);
+                        if (a->daemon) {
+                                err("cannot reach fhashd: %s", why);
+                                return r;
+                        }
+                        err("fhashd is not reachable (%s); hashing in-process", why);
+                        sd_bus_error_free(&error);
+                }
+        }
+        if (bus) {
+                r = bus_client_run(bus, items, n, fn, userdata, &progress, &error);
+                sd_bus_flush_close_unref(bus);
+                if (r < 0) {
+                        err("hashing through fhashd failed: %s",
+                            sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
+                        return r;
+                }
+                return 0;
+        }
+        r = run_local(items, n, fn, userdata, &progress);
+        if (r < 0)
+                err("cannot start the hashing engine: %s", strerror(-r));
+        return r;
+}
+
+typedef struct HashState {
+        const Args *args;
+        size_t ok, failed;
+        uint64_t bytes;
+} HashState;
+
+static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
+{
+        HashState *s = userdata;
+        const Args *a = s->args;
+
+        if (r->status == RUN_OK) {
+                s->ok++;
+                s->bytes += r->size;
+                if (a->json)
+                        (void)output_write_json_result(stdout, item->name, item->algo, r->hex, r->size, NULL);
+                else
+                        (void)output_write_digest(stdout, a->tag ? OUTPUT_TAGGED : OUTPUT_UNTAGGED, a->zero,
+                                                  item->algo, item->name, r->hex);
+                return;
+        }
+        s->failed++;
+        const char *reason = r->message ?: run_result_reason(r);
+        if (a->json)
+                (void)output_write_json_result(stdout, item->name, item->algo, NULL, 0, reason);
+        else
+                err_name(item->name, reason);
+}
+
+static int verb_hash(Args *a)
+{
+        _cleanup_(walk_list_freep) WalkList *l = NULL;
+        _cleanup_free_ RunItem *items = NULL;
+        char *stdin_arg[] = { (char *)"-" };
+        WalkOptions wo = {
+                .recursive = a->recursive,
+                .follow = a->follow,
+                .one_file_system = a->one_file_system,
+                .excludes = a->excludes,
+                .n_excludes = a->n_excludes,
+        };
+        HashState s = { .args = a };
+        size_t n = 0, skipped = 0;
+        int r;
+
+        r = walk_expand(a->n_rest > 0 ? a->rest : stdin_arg, a->n_rest > 0 ? a->n_rest : 1, &wo, &l);
+        if (r < 0) {
+                err("cannot list files: %s", strerror(-r));
+                return CTL_EXIT_FAILED;
+        }
+        items = calloc(MAX(l->n_entries, (size_t)1), sizeof(*items));
+        if (!items) {
+                err("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        for (size_t i = 0; i < l->n_entries; i++) {
+                const WalkEntry *e = &l->entries[i];
+
+                if (e->note) {
+                        _cleanup_free_ char *q = NULL;
+                        skipped++;
+                        if (output_quote(e->path, &q) >= 0)
+                                err("%s: skipped: %s", q, e->note);
+                        continue;
+                }
+                items[n++] = (RunItem){ .name = e->path, .path = e->path, .algo = a->algo, .error = e->error };
+        }
+
+        r = run_items(a, items, n, hash_result, &s);
+        if (a->json)
+                printf("{\"summary\":true,\"algorithm\":\"%s\",\"files\":%zu,\"ok\":%zu,\"failed\":%zu,"
+                       "\"skipped\":%zu,\"bytes\":%" PRIu64 "}\n",
+                       output_algo_name(a->algo), n, s.ok, s.failed, skipped, s.bytes);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                err("write error: %m");
+                return CTL_EXIT_FAILED;
+        }
+        return r < 0 || s.failed > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+}
+
+typedef struct CheckState {
+        const Args *args;
+        size_t ok, mismatched, unreadable;
+} CheckState;
+
+static void check_json(const RunItem *item, const RunResult *r, const char *status, const char *error)
+{
+        fputs("{\"name\":", stdout);
+        (void)output_write_json_string(stdout, item->name);
+        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", output_algo_name(item->algo),
+               item->expected);
+        if (r->hex[0])
+                printf("\"%s\",\"size\":%" PRIu64, r->hex, r->size);
+        else
+                fputs("null,\"size\":null", stdout);
+        printf(",\"status\":\"%s\",\"error\":", status);
+        if (error)
+                (void)output_write_json_string(stdout, error);
+        else
+                fputs("null", stdout);
+        fputs("}\n", stdout);
+}
+
+static void check_result(const RunItem *item, const RunResult *r, void *userdata)
+{
+        CheckState *s = userdata;
+        const Args *a = s->args;
+        const char *verdict;
+
+        switch (r->status) {
+        case RUN_OK:
+                s->ok++;
+                if (a->json)
+                        check_json(item, r, "ok", NULL);
+                if (a->json || a->quiet || a->status)
+                        return;
+                verdict = "OK";
+                break;
+        case RUN_MISMATCH:
+                s->mismatched++;
+                if (a->json) {
+                        check_json(item, r, "mismatch", NULL);
+                        return;
+                }
+                if (a->status)
+                        return;
+                verdict = "FAILED";
+                break;
+        default:
+                s->unreadable++;
+                if (a->json) {
+                        check_json(item, r, "unreadable", r->message ?: run_result_reason(r));
+                        return;
+                }
+                if (a->status)
+                        return;
+                err_name(item->name, r->message ?: run_result_reason(r));
+                verdict = "FAILED open or read";
+        }
+        (void)output_write_check_name(stdout, item->name);
+        printf(": %s\n", verdict);
+}
+
+static int read_all(const char *path, char **ret, size_t *ret_size)
+{
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 0;
+
+        if (streq(path, "-"))
+                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        else
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        for (;;) {
+                ssize_t k;
+
+                if (size == alloc) {
+                        size_t na = MAX(alloc * 2, (size_t)65536);
+                        char *nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        alloc = na;
+                }
+                k = read(fd, buf + size, alloc - size);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                size += (size_t)k;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+static const char *plural(size_t n, const char *one, const char *many)
+{
+        return n == 1 ? one : many;
+}
+
+static int check_one(Args *a, const char *sumfile)
+{
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_free_ RunItem *items = NULL;
+        _cleanup_free_ char *buf = NULL, *q = NULL;
+        const char *shown = streq(sumfile, "-") ? "standard input" : sumfile;
+        CheckState s = { .args = a };
+        size_t size = 0, n = 0;
+        int r;
+
+        if (output_quote(shown, &q) < 0) {
+                err("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        r = read_all(sumfile, &buf, &size);
+        if (r < 0) {
+                err("%s: %s", q, strerror(-r));
+                return CTL_EXIT_FAILED;
+        }
+        r = manifest_parse(buf, size, a->algo_set ? a->algo : _HASH_ALGO_INVALID, a->zero, &m);
+        if (r < 0) {
+                err("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        if (a->warn)
+                for (size_t i = 0; i < m->n_bad; i++)
+                        err("%s: %u: improperly formatted %s%schecksum line", q, m->bad_lines[i],
+                            a->algo_set ? output_algo_tag(a->algo) : "", a->algo_set ? " " : "");
+        if (m->n_entries == 0) {
+                err("%s: no properly formatted checksum lines found", q);
+                return CTL_EXIT_FAILED;
+        }
+
+        items = calloc(m->n_entries, sizeof(*items));
+        if (!items) {
+                err("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        for (size_t i = 0; i < m->n_entries; i++) {
+                const ManifestEntry *e = &m->entries[i];
+
+                /* As coreutils: a missing file is not even looked at with --ignore-missing. */
+                if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
+                        continue;
+                items[n++] = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo, .expected = e->hex };
+        }
+
+        r = run_items(a, items, n, check_result, &s);
+        if (r < 0)
+                return CTL_EXIT_FAILED;
+
+        if (a->json) {
+                fputs("{\"summary\":true,\"manifest\":", stdout);
+                (void)output_write_json_string(stdout, sumfile);
+                printf(",\"ok\":%zu,\"mismatched\":%zu,\"unreadable\":%zu,\"improperly_formatted\":%zu}\n",
+                       s.ok, s.mismatched, s.unreadable, m->n_bad);
+        }
+        else if (!a->status) {
+                if (m->n_bad > 0)
+                        err("WARNING: %zu %s improperly formatted", m->n_bad,
+                            plural(m->n_bad, "line is", "lines are"));
+                if (s.unreadable > 0)
+                        err("WARNING: %zu listed %s could not be read", s.unreadable,
+                            plural(s.unreadable, "file", "files"));
+                if (s.mismatched > 0)
+                        err("WARNING: %zu computed %s did NOT match", s.mismatched,
+                            plural(s.mismatched, "checksum", "checksums"));
+        }
+        if (a->ignore_missing && n == 0) {
+                if (!a->status)
+                        err("%s: no file was verified", q);
+                return CTL_EXIT_FAILED;
+        }
+        if (s.mismatched > 0 || s.unreadable > 0 || (a->strict && m->n_bad > 0))
+                return CTL_EXIT_FAILED;
+        return CTL_EXIT_OK;
+}
+
+static int verb_check(Args *a)
+{
+        char *stdin_arg[] = { (char *)"-" };
+        char **files = a->n_rest > 0 ? a->rest : stdin_arg;
+        size_t n = a->n_rest > 0 ? a->n_rest : 1;
+        int ret = CTL_EXIT_OK;
+
+        if (a->tag || a->recursive)
+                return usage_error("check: --tag and --recursive are options of hash");
+        for (size_t i = 0; i < n; i++)
+                if (check_one(a, files[i]) != CTL_EXIT_OK)
+                        ret = CTL_EXIT_FAILED;
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                err("write error: %m");
+                return CTL_EXIT_FAILED;
+        }
+        return ret;
+}
+
+static int verb_algorithms(Args *a)
+{
+        for (HashAlgo x = 0; x < _HASH_ALGO_MAX; x++)
+                printf("%s\n", hash_algo_to_string(x));
+        return CTL_EXIT_OK;
+}
+
+/* jobs, watch, cancel, status: these only make sense with fhashd. */
+static int verb_bus(Args *a)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        bool needs_job = streq(a->verb, "watch") || streq(a->verb, "cancel");
+        Progress progress;
+        int r;
+
+        if (a->local)
+                return usage_error("%s: needs fhashd, not --local", a->verb);
+        if (needs_job ? a->n_rest != 1 : a->n_rest != 0)
+                return usage_error("%s: %s", a->verb, needs_job ? "expects one JOB" : "takes no arguments");
+
+        r = bus_client_open(a->bus_kind, a->address, &bus, &error);
+        if (r < 0) {
+                err("cannot reach fhashd: %s",
+                    sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
+                return CTL_EXIT_FAILED;
+        }
+        if (streq(a->verb, "status"))
+                r = bus_client_status(bus, stdout, &error);
+        else if (streq(a->verb, "jobs"))
+                r = bus_client_list_jobs(bus, stdout, &error);
+        else if (streq(a->verb, "cancel"))
+                r = bus_client_cancel(bus, a->rest[0], &error);
+        else {
+                progress_init(&progress, a->progress == PROGRESS_OFF ? PROGRESS_OFF : PROGRESS_ON, STDERR_FILENO);
+                r = bus_client_watch(bus, a->rest[0], &progress, stdout, &error);
+        }
+        if (r < 0) {
+                err("%s: %s", a->verb, sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
+                return CTL_EXIT_FAILED;
+        }
+        return r > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+}
+
+int ctl_main(int argc, char *argv[])
+{
+        Args a = {};
+        int r;
+
+        setlocale(LC_ALL, "");
+        r = parse_args(argc, argv, &a);
+        if (r < 0) {
+                if (streq(a.verb, "hash"))
+                        r = verb_hash(&a);
+                else if (streq(a.verb, "check"))
+                        r = verb_check(&a);
+                else if (streq(a.verb, "algorithms"))
+                        r = verb_algorithms(&a);
+                else if (streq(a.verb, "jobs") || streq(a.verb, "watch") || streq(a.verb, "cancel") ||
+                         streq(a.verb, "status"))
+                        r = verb_bus(&a);
+                else
+                        r = usage_error("unknown verb '%s'", a.verb);
+        }
+        free(a.excludes);
+        return r;
+}

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+# bash completion for fhashctl: verbs, options per verb, algorithm names, files
+
+_fhashctl()
+{
+    local cur prev words cword
+    _init_completion -s || return
+
+    local verbs="hash check jobs watch cancel status algorithms"
+    local global="--local --daemon --system --user --address --help --version"
+    local -A opts=(
+        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag -z --zero --json --progress --no-progress"
+        [check]="-a --algorithm --ignore-missing --quiet --status --strict -w --warn -z --zero --json --progress --no-progress"
+        [watch]="--progress --no-progress"
+    )
+
+    case $prev in
+        -a | --algorithm)
+            COMPREPLY=($(compgen -W "$(fhashctl algorithms 2>/dev/null ||
+                echo sha256 sha512 sha1 md5 sha3-256 blake2b blake3 xxh3 xxh128 crc32c)" -- "$cur"))
+            return ;;
+        --exclude)
+            return ;;
+        --address)
+            COMPREPLY=($(compgen -W "unix:path=" -- "$cur"))
+            compopt -o nospace
+            return ;;
+    esac
+    [[ $cur == *=* && $prev == --* ]] && return
+
+    local verb="" i
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+            -a | --algorithm | --exclude | --address) ((i++)) ;;
+            -*) ;;
+            *) verb=${words[i]}; break ;;
+        esac
+    done
+
+    if [[ -z $verb ]]; then
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$global" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$verbs" -- "$cur"))
+        fi
+        return
+    fi
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "${opts[$verb]} $global" -- "$cur"))
+        return
+    fi
+    case $verb in
+        hash | check) _filedir ;;
+        watch | cancel)
+            COMPREPLY=($(compgen -W "$(fhashctl jobs 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur")) ;;
+    esac
+} &&
+    complete -F _fhashctl fhashctl

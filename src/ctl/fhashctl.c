@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+/* fhashctl.c: main() only; the program lives in libfhash (ctl.c) so that tests link what ships */
+#include "ctl.h"
+
+int main(int argc, char *argv[])
+{
+        return ctl_main(argc, argv);
+}

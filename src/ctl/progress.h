@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* progress.h: the single self-overwriting progress line fhashctl draws on a terminal's stderr */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum ProgressMode {
+        PROGRESS_AUTO,  /* on a TTY, once the work has taken more than a second */
+        PROGRESS_ON,    /* on a TTY, from the start (--progress) */
+        PROGRESS_OFF,   /* never (--no-progress) */
+} ProgressMode;
+
+typedef struct ProgressState {
+        uint64_t bytes_done, bytes_total;
+        size_t files_done, files_total;
+        double rate;  /* bytes/s; 0 = work it out from bytes_done and the elapsed time */
+} ProgressState;
+
+typedef struct Progress {
+        bool enabled;        /* false when off or when fd is not a TTY: nothing is ever written */
+        int fd;
+        uint64_t delay_usec;
+        uint64_t start_usec;
+        uint64_t last_usec;
+        bool shown;          /* a line is on the screen and must be wiped before other output */
+} Progress;
+
+uint64_t progress_now_usec(void);
+void progress_init(Progress *p, ProgressMode mode, int fd);
+/* Redraws at most four times a second, and not before the delay. */
+void progress_update(Progress *p, const ProgressState *s);
+/* Wipes the line, if one is shown, so that ordinary output can go to the same terminal. */
+void progress_clear(Progress *p);
+/* "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files  850.3 MiB/s  ETA 0:02", truncated to size. Pure. */
+void progress_format(char *buf, size_t size, const ProgressState *s, uint64_t elapsed_usec);
