@@ -350,7 +350,7 @@ static int submit(BusClient *c, BusJob *j)
         int fds[FHASH_MAX_FDS_PER_CALL];
         size_t sent[FHASH_MAX_FDS_PER_CALL];
         size_t n = 0;
-        bool any_expected = false;
+        bool any_expected = false, names_utf8 = true;
         int r;
 
         j->retry = false;
@@ -373,6 +373,8 @@ static int submit(BusClient *c, BusJob *j)
                 }
                 if (it->expected)
                         any_expected = true;
+                if (!output_is_utf8(it->name))
+                        names_utf8 = false;
                 sent[n++] = k;
         }
         if (n == 0) {
@@ -403,18 +405,21 @@ static int submit(BusClient *c, BusJob *j)
                 r = sd_bus_message_append(m, "s", output_algo_name(c->items[j->idx[0]].algo));
         if (r >= 0)
                 r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
-        if (r >= 0)
+        /* Names are only labels for jobs and GetResults (results are matched by index), and D-Bus
+         * strings must be UTF-8: a batch with a name that is not goes without labels. */
+        if (r >= 0 && names_utf8) {
                 r = sd_bus_message_open_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "names");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, "as");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "s");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(m, "s", c->items[j->idx[i]].name);
-        for (int close = 0; r >= 0 && close < 3; close++)
-                r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", "names");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, "as");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "s");
+                for (size_t i = 0; r >= 0 && i < n; i++)
+                        r = sd_bus_message_append(m, "s", c->items[j->idx[i]].name);
+                for (int close = 0; r >= 0 && close < 3; close++)
+                        r = sd_bus_message_close_container(m);
+        }
         if (r >= 0 && any_expected) {
                 r = sd_bus_message_open_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
                 if (r >= 0)

@@ -151,6 +151,17 @@ static size_t utf8_valid_len(const unsigned char *s)
         return n;
 }
 
+bool output_is_utf8(const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p;) {
+                size_t n = utf8_valid_len(p);
+                if (n == 0)
+                        return false;
+                p += n;
+        }
+        return true;
+}
+
 /* True if byte i of name (of length len) must be written as an escape by quotef(). */
 static bool quote_is_escape(const unsigned char *p, size_t *ret_n)
 {
