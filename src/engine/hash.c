@@ -87,6 +87,16 @@ static void hash_global_setup(void)
         for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)
                 if (hash_algo_info[a].evp_name)
                         hash_evp_md[a] = EVP_MD_fetch(NULL, hash_algo_info[a].evp_name, NULL);
+
+        /* BLAKE3 detects CPU features lazily into an unsynchronised global on first use. Hash
+         * enough input here, once, before any worker exists, so every later use only reads it
+         * (otherwise two workers race on the first write, as ThreadSanitizer reports). */
+        static uint8_t prime[4096];
+        blake3_hasher h;
+        uint8_t out[BLAKE3_OUT_LEN];
+        blake3_hasher_init(&h);
+        blake3_hasher_update(&h, prime, sizeof(prime));
+        blake3_hasher_finalize(&h, out, sizeof(out));
 }
 
 int hash_global_init(void)

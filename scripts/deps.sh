@@ -1,0 +1,29 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian 12 packages fhash builds and tests with; idempotent, quiet when all are present.
+# Sourced by scripts/test and scripts/quickstart.
+
+fhash_build_packages=(
+    gcc meson ninja-build pkg-config
+    liburing-dev libssl-dev libsystemd-dev libxxhash-dev libcmocka-dev
+    librust-blake3-dev libdbus-1-dev systemd scdoc bash-completion
+)
+fhash_test_packages=(
+    dbus python3-dbus python3-gi libglib2.0-bin
+    coreutils b3sum xxhash openssl util-linux procps
+    cppcheck clang-tidy clang
+)
+
+fhash_install_deps() {
+    local want=("$@") missing=() p
+    for p in "${want[@]}"; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "fhash: installing ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
