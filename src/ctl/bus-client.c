@@ -338,7 +338,7 @@ static int open_input(const RunItem *item, int *ret_fd, uint64_t *ret_size)
         /* As sha256sum: a directory fails here with "Is a directory", not in the daemon. */
         if (S_ISDIR(st.st_mode))
                 return -EISDIR;
-        *ret_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+        *ret_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX;
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -350,7 +350,7 @@ static int submit(BusClient *c, BusJob *j)
         int fds[FHASH_MAX_FDS_PER_CALL];
         size_t sent[FHASH_MAX_FDS_PER_CALL];
         size_t n = 0;
-        bool any_expected = false, names_utf8 = true;
+        bool any_expected = false, names_utf8 = true, any_stream = false;
         int r;
 
         j->retry = false;
@@ -375,6 +375,8 @@ static int submit(BusClient *c, BusJob *j)
                         any_expected = true;
                 if (!output_is_utf8(it->name))
                         names_utf8 = false;
+                if (size == UINT64_MAX)
+                        any_stream = true;
                 sent[n++] = k;
         }
         if (n == 0) {
@@ -433,6 +435,10 @@ static int submit(BusClient *c, BusJob *j)
                 for (int close = 0; r >= 0 && close < 3; close++)
                         r = sd_bus_message_close_container(m);
         }
+        /* fhashd hashes a pipe or device only under an explicit size cap; the user asked for this
+         * stream (e.g. '-'), so the cap is "no limit" as sha256sum has none. */
+        if (r >= 0 && any_stream)
+                r = sd_bus_message_append(m, "{sv}", "max-size", "t", UINT64_MAX);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)

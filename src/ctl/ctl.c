@@ -56,8 +56,6 @@ static void err_name(const char *name, const char *reason)
 {
         _cleanup_free_ char *q = NULL;
 
-        if (streq(name, "-"))
-                name = "standard input";
         if (output_quote(name, &q) < 0)
                 err("%s: %s", name, reason);
         else
@@ -489,9 +487,10 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
                         check_json(item, r, "unreadable", r->message ?: run_result_reason(r));
                         return;
                 }
+                /* coreutils names the unreadable file even with --status. */
+                err_name(item->name, r->message ?: run_result_reason(r));
                 if (a->status)
                         return;
-                err_name(item->name, r->message ?: run_result_reason(r));
                 verdict = "FAILED open or read";
         }
         (void)output_write_check_name(stdout, item->name);
