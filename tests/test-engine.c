@@ -772,6 +772,67 @@ static int child_no_uring(void)
         return child_hash_check(ENGINE_IO_PREAD);
 }
 
+/* Out of fds for real: with RLIMIT_NOFILE a little above what the process holds, a job of 300 files
+ * (64 opened at once by default) runs into EMFILE; the engine must queue the opens and retry as its
+ * own files close, and every file must still get its right digest. */
+static int child_emfile(void)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-emfile");
+        const size_t n = 300;
+        uint8_t ref[HASH_DIGEST_MAX], *data = malloc(4096);
+        Engine *e = NULL;
+        EngineJob *j = NULL;
+        Collector c;
+        struct rlimit rl;
+        int k;
+
+        k = engine_new(NULL, &e);
+        if (k < 0)
+                return 11;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%03zu", dir, i) < 0 || th_write_random_file(p, 4096, (uint32_t)i + 1) < 0)
+                        return 10;
+        }
+        collector_init(&c, n);
+        if (engine_job_new(e, HASH_SHA256, NULL, &j) < 0)
+                return 12;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%03zu", dir, i) < 0 || engine_job_add_path(j, p) < 0)
+                        return 12;
+        }
+        rl.rlim_cur = rl.rlim_max = (rlim_t)th_count_fds() + 8;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 77;
+        if (engine_job_start(j, &callbacks, &c) < 0)
+                return 13;
+        while (!c.done)
+                engine_run_once(e, 100000);
+        for (size_t i = 0; i < n; i++) {
+                th_fill_random(data, 4096, (uint32_t)i + 1);
+                hash_oneshot(HASH_SHA256, data, 4096, ref);
+                if (c.results[i].status != ENGINE_FILE_OK) {
+                        fprintf(stderr, "file %zu: status %d error %s\n", i, c.results[i].status,
+                                strerror(-c.results[i].error));
+                        return 14;
+                }
+                if (memcmp(c.results[i].digest, ref, 32) != 0)
+                        return 15;
+        }
+        engine_job_unref(j);
+        engine_free(e);
+        free(data);
+        collector_done(&c);
+        th_rm_rf(dir);
+        return 0;
+}
+
+static void test_emfile_queues(void **state)
+{
+        run_child(child_emfile, "EMFILE");
+}
+
 static void test_fallback_register_refused(void **state)
 {
         run_child(child_register_refused, "register refused");
@@ -799,6 +860,7 @@ int main(void)
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_unref_running),
                 cmocka_unit_test(test_concurrent_jobs_and_free),
+                cmocka_unit_test(test_emfile_queues),
                 cmocka_unit_test(test_fallback_register_refused),
                 cmocka_unit_test(test_fallback_no_uring),
                 cmocka_unit_test(test_sparse_4g),

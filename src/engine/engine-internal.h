@@ -86,6 +86,9 @@ struct FileSlot {
         size_t digest_size;
         uint8_t digest[HASH_DIGEST_MAX];
 
+        bool reopen;                /* openat hit EMFILE/ENFILE: retry when one of ours closes */
+        FileSlot *deferred_next;
+
         FileSlot *next;             /* free list, or the open list */
         FileSlot *prev;
 };
@@ -185,6 +188,10 @@ struct Engine {
         FileSlot *free_slots;         /* I/O thread only */
         FileSlot *open_head, *open_tail;  /* slots in flight, I/O thread only */
         FileSlot *read_cursor;        /* round-robin position for issuing reads */
+        unsigned n_open;              /* slots on the open list */
+        unsigned open_cap;            /* lowered when the process runs out of fds */
+        unsigned n_fds;               /* fds the open slots hold */
+        FileSlot *deferred;           /* opens waiting for an fd to be freed */
 
         Worker *workers;
 

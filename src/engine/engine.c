@@ -179,6 +179,18 @@ static void open_list_add(Engine *e, FileSlot *f)
         else
                 e->open_head = f;
         e->open_tail = f;
+        e->n_open++;
+}
+
+static void deferred_remove(Engine *e, FileSlot *f)
+{
+        for (FileSlot **p = &e->deferred; *p; p = &(*p)->deferred_next)
+                if (*p == f) {
+                        *p = f->deferred_next;
+                        break;
+                }
+        f->deferred_next = NULL;
+        f->reopen = false;
 }
 
 static void open_list_remove(Engine *e, FileSlot *f)
@@ -194,6 +206,7 @@ static void open_list_remove(Engine *e, FileSlot *f)
         else
                 e->open_tail = f->prev;
         f->next = f->prev = NULL;
+        e->n_open--;
 }
 
 static void buffer_put(Engine *e, Buffer *b)
@@ -273,6 +286,8 @@ static void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
         file_set_error(f, st, error);
         if (f->state == FILE_DRAINING || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
                 return;
+        if (f->reopen)
+                deferred_remove(e, f);
         f->state = FILE_DRAINING;
         f->eof = true;
 
@@ -510,7 +525,7 @@ static bool open_more(Engine *e)
 {
         bool any = false;
 
-        while (e->free_slots && e->active_head) {
+        while (e->free_slots && e->active_head && e->n_open < e->open_cap) {
                 EngineJob *j = e->active_head;
 
                 if (j->next_input >= j->n_inputs || j->cancel_seen) {
@@ -541,6 +556,7 @@ static bool open_more(Engine *e)
                 } else {
                         f->fd = TAKE_FD(in->fd);
                         f->fd_input = true;
+                        e->n_fds++;
                         ioring_statx(e->ring, f->fd, "", AT_EMPTY_PATH, &f->stx, TAG(f, OP_STATX));
                         f->ops++;
                 }
@@ -641,10 +657,17 @@ static void handle_completion(Engine *e, const IoCompletion *c)
         switch (op) {
         case OP_OPEN:
                 if (c->res >= 0) {
-                        if (f->state == FILE_OPENING && f->status == ENGINE_FILE_OK)
+                        if (f->state == FILE_OPENING && f->status == ENGINE_FILE_OK) {
                                 f->fd = c->res;
-                        else
+                                e->n_fds++;
+                        } else
                                 (void)close(c->res); /* cancelled meanwhile */
+                } else if ((c->res == -EMFILE || c->res == -ENFILE) && e->n_fds > 0 &&
+                           f->state == FILE_OPENING) {
+                        /* Out of fds, but some are ours and will be closed: queue this open until
+                         * one is, and open fewer files at once from now on. */
+                        f->reopen = true;
+                        e->open_cap = MAX(1u, e->n_fds);
                 } else
                         file_set_error(f, c->res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, c->res);
                 break;
@@ -662,6 +685,20 @@ static void handle_completion(Engine *e, const IoCompletion *c)
         case OP_CANCEL:
                 break; /* advice and cancellation are best effort */
         case OP_CLOSE:
+                e->n_fds--;
+                /* One fd freed: one deferred open may go. When we hold none any more, waiting
+                 * cannot help, so all go (and fail for real if the fds are still taken). */
+                while (e->deferred) {
+                        FileSlot *d = e->deferred;
+                        e->deferred = d->deferred_next;
+                        d->deferred_next = NULL;
+                        d->reopen = false;
+                        ioring_openat(e->ring, d->job->inputs[d->input].path, O_RDONLY | O_CLOEXEC | O_NOCTTY,
+                                      TAG(d, OP_OPEN));
+                        d->ops++;
+                        if (e->n_fds > 0)
+                                break;
+                }
                 break;
         default:
                 abort();
@@ -669,7 +706,10 @@ static void handle_completion(Engine *e, const IoCompletion *c)
 
         if (f->ops > 0)
                 return;
-        if (f->state == FILE_OPENING)
+        if (f->state == FILE_OPENING && f->reopen) {
+                f->deferred_next = e->deferred;
+                e->deferred = f;
+        } else if (f->state == FILE_OPENING)
                 file_opened(e, f);
         else if (f->state == FILE_CLOSING) {
                 f->state = FILE_IO_DONE;
@@ -915,6 +955,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
         e->buffer_size = cfg.buffer_size ? ALIGN_TO(cfg.buffer_size, (size_t)4096) : DEFAULT_BUFFER_SIZE;
         e->n_buffers = cfg.buffers ? cfg.buffers : MAX((unsigned)DEFAULT_BUFFERS, 4 * e->n_workers);
         e->max_open = cfg.max_open ? cfg.max_open : DEFAULT_MAX_OPEN;
+        e->open_cap = e->max_open;
 
         e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         e->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
