@@ -121,6 +121,7 @@ typedef struct Worker {
         SpscQueue out;                 /* worker -> I/O thread: buffers and slots */
         Parker parker;
         _Atomic bool stop;
+        bool wake_pending;             /* I/O thread only: items pushed since the last wake */
         _Alignas(CACHELINE) _Atomic unsigned backlog;  /* items queued, for least-loaded choice */
 } Worker;
 
