@@ -127,7 +127,7 @@ int bus_job_append_result(sd_bus_message *reply, Job *j, size_t i)
         const JobResult *res = &j->results[i];
 
         return sd_bus_message_append(reply, "(ustss)", (uint32_t)i, res->name ? res->name : "", res->size,
-                                     res->error ? "" : res->digest, res->error ? res->error : "");
+                                     res->digest, res->error ? res->error : "");
 }
 
 static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error *error)

@@ -176,7 +176,7 @@ static void job_queue_result(Job *j, size_t i)
                 j->files_ok++;
 
         j->pending[j->n_pending++] = (uint32_t)i;
-        j->pending_bytes += strlen(res->name) + (res->error ? strlen(res->error) : 0) + 64;
+        j->pending_bytes += (res->name ? strlen(res->name) : 0) + (res->error ? strlen(res->error) : 0) + 64;
         if (j->n_pending >= JOB_BATCH_MAX || j->pending_bytes >= JOB_BATCH_BYTES_MAX) {
                 job_flush_results(j);
                 return;
