@@ -277,6 +277,11 @@ static int manager_connect_bus(Manager *m)
         }
         if (r < 0)
                 return r;
+        /* Without the bus nobody can reach us or hear about jobs: leave (with a failure status, so
+         * that a service manager notices) instead of hashing for no one. */
+        r = sd_bus_set_exit_on_disconnect(m->bus, true);
+        if (r < 0)
+                return r;
         return sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
 }
 
