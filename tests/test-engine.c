@@ -616,6 +616,55 @@ static void test_max_size(void **state)
         engine_free(e);
 }
 
+/* regular_only: a FIFO by path neither hangs the open nor gets read; a directory is EISDIR; regular
+ * files hash as usual; with max_file_size a device by path is read as a bounded stream. */
+static void test_regular_only(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-regonly");
+        _cleanup_free_ char *fifo = NULL, *reg = NULL;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        EngineJobOptions o = { .regular_only = true };
+        EngineJob *j = NULL;
+        Collector c;
+
+        assert_true(asprintf(&fifo, "%s/fifo", dir) > 0);
+        assert_true(asprintf(&reg, "%s/reg", dir) > 0);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(th_write_random_file(reg, 3 << 20, 21), 0);
+
+        collector_init(&c, 3);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, &o, &j), 0);
+        assert_int_equal(engine_job_add_path(j, fifo), 0);
+        assert_int_equal(engine_job_add_path(j, dir), 1);
+        assert_int_equal(engine_job_add_path(j, reg), 2);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 10 * 1000000ull);
+        assert_int_equal(c.results[0].status, ENGINE_FILE_ERROR);
+        assert_int_equal(c.results[0].error, -ESPIPE);
+        assert_int_equal(c.results[1].error, -EISDIR);
+        assert_result_matches(&c.results[2], HASH_SHA256, reg);
+        EngineJobProgress p;
+        engine_job_get_progress(j, &p);
+        assert_true(p.running);
+        engine_job_unref(j);
+        collector_done(&c);
+
+        /* Bounded: a device by path is read as a stream and stopped at the limit. */
+        o.max_file_size = 1 << 20;
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, &o, &j), 0);
+        assert_int_equal(engine_job_add_path(j, "/dev/zero"), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 10 * 1000000ull);
+        assert_int_equal(c.results[0].status, ENGINE_FILE_ERROR);
+        assert_int_equal(c.results[0].error, -EFBIG);
+        engine_job_unref(j);
+        collector_done(&c);
+
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 static void test_empty_job_and_bad_args(void **state)
 {
         Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
@@ -854,6 +903,7 @@ int main(void)
                 cmocka_unit_test(test_errors_among_good),
                 cmocka_unit_test(test_pipe),
                 cmocka_unit_test(test_max_size),
+                cmocka_unit_test(test_regular_only),
                 cmocka_unit_test(test_many_files),
                 cmocka_unit_test(test_growing_file),
                 cmocka_unit_test(test_rewritten_file),

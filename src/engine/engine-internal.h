@@ -157,6 +157,7 @@ struct EngineJob {
         _Atomic uint64_t bytes_done, bytes_total;
         _Atomic size_t files_done, files_failed;
         _Atomic uint64_t start_usec;
+        _Atomic bool running;
 };
 
 typedef enum EventType {

@@ -168,6 +168,11 @@ void engine_file_release(Engine *e, FileSlot *f, Worker *from)
 
 /* ---- the I/O thread ---- */
 
+static int job_open_flags(const EngineJob *j)
+{
+        return O_RDONLY | O_CLOEXEC | O_NOCTTY | (j->options.regular_only ? O_NONBLOCK : 0);
+}
+
 static void open_list_add(Engine *e, FileSlot *f)
 {
         f->prev = e->open_tail;
@@ -495,6 +500,19 @@ static void file_opened(Engine *e, FileSlot *f)
                 return;
         }
 
+        if (f->job->options.regular_only && !f->fd_input) {
+                if (!S_ISREG(m) && !f->job->options.max_file_size) {
+                        file_abort(e, f, ENGINE_FILE_ERROR, -ESPIPE);
+                        file_finish_io(e, f);
+                        return;
+                }
+                /* Opened O_NONBLOCK only so a FIFO's open could not hang; reads must block (on a
+                 * regular file io_uring would answer -EAGAIN for uncached data otherwise). */
+                int fl = fcntl(f->fd, F_GETFL);
+                if (fl >= 0)
+                        (void)fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK);
+        }
+
         f->state = FILE_READING;
         if (S_ISREG(m) && f->stx.stx_size > 0) {
                 f->seekable = true;
@@ -565,9 +583,10 @@ static bool open_more(Engine *e)
                 atomic_store_explicit(&f->parts, 1, memory_order_relaxed);
                 open_list_add(e, f);
                 j->next_input++;
+                atomic_store_explicit(&j->running, true, memory_order_relaxed);
 
                 if (in->path) {
-                        ioring_openat(e->ring, in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY, TAG(f, OP_OPEN));
+                        ioring_openat(e->ring, in->path, job_open_flags(j), TAG(f, OP_OPEN));
                         f->ops++;
                 } else {
                         f->fd = TAKE_FD(in->fd);
@@ -708,7 +727,7 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                         e->deferred = d->deferred_next;
                         d->deferred_next = NULL;
                         d->reopen = false;
-                        ioring_openat(e->ring, d->job->inputs[d->input].path, O_RDONLY | O_CLOEXEC | O_NOCTTY,
+                        ioring_openat(e->ring, d->job->inputs[d->input].path, job_open_flags(d->job),
                                       TAG(d, OP_OPEN));
                         d->ops++;
                         if (e->n_fds > 0)
@@ -1319,6 +1338,7 @@ void engine_job_get_progress(EngineJob *j, EngineJobProgress *ret)
                 .files_total = j->n_inputs,
                 .files_failed = atomic_load_explicit(&j->files_failed, memory_order_relaxed),
                 .start_usec = atomic_load_explicit(&j->start_usec, memory_order_relaxed),
+                .running = atomic_load_explicit(&j->running, memory_order_relaxed),
         };
 }
 

@@ -103,6 +103,11 @@ typedef struct EngineJobOptions {
         uint64_t max_file_size;  /* 0 = unlimited; more bytes than this fails the file with -EFBIG */
         bool dontcache;          /* RWF_DONTCACHE reads where the kernel supports them */
         bool no_change_check;    /* skip the stat after reading (inputs known to be immutable) */
+        /* Path inputs must be regular files: they are opened O_NONBLOCK (a FIFO's open cannot
+         * hang), directories fail with -EISDIR, and pipes, sockets and devices with -ESPIPE unless
+         * max_file_size bounds them. For callers (fhashd's HashPaths) that cannot check the type
+         * of a path before the engine opens it without racing. */
+        bool regular_only;
 } EngineJobOptions;
 
 /* A job starts empty; add inputs, then start it. */
@@ -130,6 +135,7 @@ typedef struct EngineJobProgress {
         size_t files_total;
         size_t files_failed;
         uint64_t start_usec;    /* CLOCK_MONOTONIC when the job started; 0 if not started */
+        bool running;           /* the I/O thread has begun opening its inputs (not just queued) */
 } EngineJobProgress;
 
 /* Any thread; lock-free snapshot. */
