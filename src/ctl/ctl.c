@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "bus-client.h"
-#include "config.h"
+#include "build-config.h"
 #include "ctl.h"
 #include "fhash/fhash.h"
 #include "macro.h"

@@ -12,7 +12,7 @@
 #include "bus-job.h"
 #include "bus-manager.h"
 #include "bus-util.h"
-#include "config.h"
+#include "build-config.h"
 #include "fhash/fhash.h"
 #include "log.h"
 #include "manager.h"
@@ -54,7 +54,10 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                       const HashOptions *o, sd_bus_error *error)
 {
         _cleanup_(job_freep) Job *j = NULL;
-        EngineJobOptions eo = { .max_file_size = o->max_size, .dontcache = o->dontcache };
+        /* regular_only matters for path inputs only: the daemon cannot check what a path is before
+         * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
+        EngineJobOptions eo = { .max_file_size = o->max_size ? o->max_size : m->config.max_file_size,
+                                .dontcache = o->dontcache, .regular_only = true };
         uint32_t jobs;
         uint64_t files;
         int r;

@@ -198,6 +198,7 @@ const char *fhash_error_from_errno(int error)
         case EPERM:
                 return FHASH_ERROR_ACCESS_DENIED;
         case EISDIR:
+        case ESPIPE: /* the engine's "pipe, socket or device" under regular_only */
                 return FHASH_ERROR_NOT_REGULAR;
         case EFBIG:
                 return FHASH_ERROR_TOO_LARGE;

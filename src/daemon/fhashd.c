@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build-config.h"
 #include "config.h"
 #include "engine.h"
+#include "macro.h"
 #include "log.h"
 #include "manager.h"
 
@@ -23,11 +25,14 @@ static void help(void)
                "  --address ADDR           Connect to the bus at ADDR\n"
                "  --starter                Connect to $DBUS_STARTER_ADDRESS (the default when it is set\n"
                "                           and no bus is chosen: the bus that activated us)\n"
+               "  --config PATH            Read only this file (default: " FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE "\n"
+               "                           and its .d/*.conf drop-ins); options below override it\n"
                "  --workers N              Hashing threads (0 = one per CPU)\n"
                "  --buffer-size BYTES      Bytes per buffer (K, M suffixes)\n"
                "  --buffers N              Buffers in the pool\n"
                "  --io-mode MODE           auto, uring-registered, uring or pread\n"
-               "  --idle-exit SECONDS      Exit after this long without jobs (0 = never, default)\n"
+               "  --idle-exit SECONDS      Exit after this long without jobs or clients (0 = never,\n"
+               "                           default IdleExitSec=30)\n"
                "  --keep-finished SECONDS  Keep finished jobs on the bus this long (default 60)\n"
                "  --max-paths N            Paths per HashPaths call (default 100000)\n"
                "  --max-jobs-per-uid N     Unfinished jobs per uid (default 64, 0 = unlimited)\n"
@@ -98,6 +103,7 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
                 ARG_MAX_FILES_PER_UID,
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
+                ARG_CONFIG,
         };
         static const struct option options[] = {
                 { "system", no_argument, NULL, ARG_SYSTEM },
@@ -116,6 +122,7 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
+                { "config", required_argument, NULL, ARG_CONFIG },
                 {},
         };
         bool bus_chosen = false;
@@ -198,6 +205,8 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
                 case ARG_VERSION:
                         puts("fhashd " FHASH_VERSION);
                         return 0;
+                case ARG_CONFIG:
+                        break; /* read before the other options, in load_config() */
                 default:
                         return -EINVAL;
                 }
@@ -218,6 +227,47 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
         return 1;
 }
 
+/* The configuration file comes first; command-line options then override what it says. */
+static int load_config(int argc, char *argv[], ManagerConfig *c)
+{
+        FhashConfig fc = FHASH_CONFIG_DEFAULTS;
+        _cleanup_free_ char *err = NULL;
+        const char *path = NULL;
+        int r;
+
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--"))
+                        break;
+                if (streq(argv[i], "--config") && i + 1 < argc)
+                        path = argv[++i];
+                else if (strncmp(argv[i], "--config=", 9) == 0)
+                        path = argv[i] + 9;
+        }
+
+        if (path) {
+                r = config_load_file(&fc, path, &err);
+                if (r == 0) {
+                        log_error("%s: No such file or directory", path);
+                        return -ENOENT;
+                }
+        } else
+                r = config_load(&fc, FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE,
+                                FHASH_SYSCONFDIR "/" FHASH_CONFIG_DROPIN_DIR, &err);
+        if (r < 0) {
+                log_error("%s", err ? err : "Failed to read the configuration.");
+                return r;
+        }
+
+        config_to_engine_config(&fc, &c->engine);
+        c->max_paths = fc.max_paths_per_call;
+        c->keep_finished_usec = (uint64_t)fc.keep_finished_sec * 1000000u;
+        c->idle_exit_usec = (uint64_t)fc.idle_exit_sec * 1000000u;
+        c->max_jobs_per_uid = fc.max_jobs_per_uid;
+        c->max_files_per_uid = fc.max_queued_files_per_uid;
+        c->max_file_size = fc.max_file_size;
+        return 0;
+}
+
 int main(int argc, char *argv[])
 {
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -225,6 +275,9 @@ int main(int argc, char *argv[])
         sigset_t mask;
         int r;
 
+        r = load_config(argc, argv, &config);
+        if (r < 0)
+                return 2;
         r = parse_argv(argc, argv, &config);
         if (r <= 0)
                 return r < 0 ? 2 : 0;

@@ -337,7 +337,9 @@ static void on_file_done(EngineJob *ej, const EngineFileResult *r, void *userdat
 
                 if (e == 0)
                         e = EIO;
-                (void)job_result_set_error(j, i, fhash_error_from_errno(e), "%s", strerror(e));
+                (void)job_result_set_error(j, i, fhash_error_from_errno(e), "%s",
+                                           e == ESPIPE ? "not a regular file (a pipe, socket or device)"
+                                                       : strerror(e));
                 break;
         }
         }
@@ -488,7 +490,7 @@ bool job_update_progress(Job *j)
                 progress = (double)bytes_done / (double)bytes_total;
         progress = MIN(MAX(progress, j->progress), 0.999);
 
-        if (bytes_done > 0)
+        if (p.running || bytes_done > 0)
                 job_set_running(j);
 
         if (bytes_done == j->bytes_done && bytes_total == j->bytes_total && progress == j->progress)

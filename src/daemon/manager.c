@@ -11,7 +11,7 @@
 #include "bus-job.h"
 #include "bus-manager.h"
 #include "bus-util.h"
-#include "config.h"
+#include "build-config.h"
 #include "fhash/fhash.h"
 #include "log.h"
 #include "manager.h"

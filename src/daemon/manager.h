@@ -27,6 +27,7 @@ typedef struct ManagerConfig {
         uint64_t idle_exit_usec;      /* 0 = never */
         uint32_t max_jobs_per_uid;    /* unfinished jobs; 0 = unlimited */
         uint64_t max_files_per_uid;   /* unfinished files over all jobs of a uid; 0 = unlimited */
+        uint64_t max_file_size;       /* MaxFileSize: larger files fail as TooLarge; 0 = unlimited */
 } ManagerConfig;
 
 #define MANAGER_CONFIG_DEFAULT                                                                             \

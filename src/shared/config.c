@@ -9,8 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The directory of this file comes first in the quote search, so this is src/shared/config.h, not
- * the build's generated config.h. */
 #include "config.h"
 #include "macro.h"
 

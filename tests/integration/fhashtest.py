@@ -170,7 +170,11 @@ class Daemon:
     def start(self, timeout=15):
         import dbus
         self.logfile = open(self.logpath, "w")
-        self.proc = subprocess.Popen([fhashd_path(), "--address", self.bus.address, "--log-level", "debug"]
+        # --config /dev/null: the host's /etc/fhash must not change what a test sees; --idle-exit 0:
+        # the built-in 30 s idle exit would end a daemon between a test's phases (tests that
+        # exercise idle exit pass their own value, which comes later and wins).
+        self.proc = subprocess.Popen([fhashd_path(), "--address", self.bus.address, "--log-level", "debug",
+                                      "--config", "/dev/null", "--idle-exit", "0"]
                                      + self.args, stdout=self.logfile, stderr=subprocess.STDOUT,
                                      env=self.env)
         c = dbus.bus.BusConnection(self.bus.address)

@@ -52,7 +52,7 @@ EOF
 out=$(dbus-daemon --config-file="$tmp/bus.conf" --fork --print-address=1 --print-pid=1) || skip "dbus-daemon would not start"
 addr=$(sed -n 1p <<<"$out")
 bus_pid=$(sed -n 2p <<<"$out")
-"$FHASHD" --address "$addr" --log-level warning 2>"$tmp/fhashd.log" &
+"$FHASHD" --address "$addr" --config /dev/null --idle-exit 0 --log-level warning 2>"$tmp/fhashd.log" &
 fhashd_pid=$!
 for _ in $(seq 50); do
     "$FHASHCTL" --address "$addr" status >/dev/null 2>&1 && break

@@ -124,7 +124,7 @@ def start_daemon(tmp, address, notify, extra, watchdog_usec=None):
     env = dict(os.environ)
     env.pop("DBUS_STARTER_ADDRESS", None)
     env["NOTIFY_SOCKET"] = notify.path
-    argv = [FHASHD, "--address", address, "--workers", "2"] + extra
+    argv = [FHASHD, "--address", address, "--workers", "2", "--config", "/dev/null"] + extra
     if watchdog_usec:
         # WATCHDOG_PID must be the daemon's pid, known only once it runs: let a shell set it and exec.
         env["WATCHDOG_USEC"] = str(watchdog_usec)
