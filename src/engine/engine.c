@@ -63,11 +63,9 @@ EngineIoMode engine_io_mode_from_string(const char *s)
 
 /* ---- results: workers and the I/O thread -> consumer ---- */
 
-static void event_push(Engine *e, const Event *ev)
+/* Appends one event; the caller holds event_lock. Returns true if the queue was empty. */
+static bool event_push_locked(Engine *e, const Event *ev)
 {
-        bool was_empty;
-
-        pthread_mutex_lock(&e->event_lock);
         if (e->n_events == e->n_events_alloc) {
                 size_t n = e->n_events_alloc ? e->n_events_alloc * 2 : 64;
                 Event *p = realloc(e->events, n * sizeof(*p));
@@ -76,35 +74,48 @@ static void event_push(Engine *e, const Event *ev)
                 e->events = p;
                 e->n_events_alloc = n;
         }
-        was_empty = e->n_events == 0;
         e->events[e->n_events++] = *ev;
-        pthread_mutex_unlock(&e->event_lock);
+        return e->n_events == 1;
+}
 
+static void event_push(Engine *e, const Event *ev)
+{
+        bool was_empty;
+
+        pthread_mutex_lock(&e->event_lock);
+        was_empty = event_push_locked(e, ev);
+        pthread_mutex_unlock(&e->event_lock);
         if (was_empty)
                 (void)!write(e->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
-/* Publishes one input's result; the job's completion follows its last result. */
+/*
+ * Publishes one input's result; the job's completion follows its last result. The count of pending
+ * results is taken under the same lock as the push, so events leave in the order the count fell: a
+ * worker preempted between the two could otherwise push its file after another thread pushed the
+ * job's end, and the consumer would free the job before reading that file. The caller must not
+ * touch the job after this returns: once its last result is out, the consumer may free it.
+ */
 static void post_result(Engine *e, EngineJob *j, const EngineFileResult *r)
 {
-        Event ev = { .type = EVENT_FILE, .job = j, .file = *r };
+        bool was_empty;
 
-        if (r->status == ENGINE_FILE_OK)
-                atomic_fetch_add(&j->files_done, 1);
-        else {
-                atomic_fetch_add(&j->files_done, 1);
+        atomic_fetch_add(&j->files_done, 1);
+        if (r->status != ENGINE_FILE_OK)
                 atomic_fetch_add(&j->files_failed, 1);
-        }
         atomic_fetch_sub(&e->files_queued, 1);
 
-        /* Both events under one push order: the job event can never overtake its last file. */
+        pthread_mutex_lock(&e->event_lock);
+        was_empty = event_push_locked(e, &(Event){ .type = EVENT_FILE, .job = j, .file = *r });
         if (atomic_fetch_sub(&j->results_pending, 1) == 1) {
-                event_push(e, &ev);
                 bool cancelled = atomic_load(&j->cancel_requested);
-                event_push(e, &(Event){ .type = EVENT_JOB, .job = j,
-                                        .job_result = cancelled ? ENGINE_JOB_CANCELLED : ENGINE_JOB_DONE });
-        } else
-                event_push(e, &ev);
+                was_empty |= event_push_locked(e, &(Event){ .type = EVENT_JOB, .job = j,
+                                                            .job_result = cancelled ? ENGINE_JOB_CANCELLED
+                                                                                    : ENGINE_JOB_DONE });
+        }
+        pthread_mutex_unlock(&e->event_lock);
+        if (was_empty)
+                (void)!write(e->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
 static void post_simple(Engine *e, EngineJob *j, size_t input, EngineFileStatus st, int error)
@@ -501,7 +512,10 @@ static void file_opened(Engine *e, FileSlot *f)
         }
 
         if (f->job->options.regular_only && !f->fd_input) {
-                if (!S_ISREG(m) && !f->job->options.max_file_size) {
+                /* Devices may be read as bounded streams; FIFOs and sockets by path never: an
+                 * io_uring read of a FIFO that never had a writer does not complete, and pipes
+                 * are for callers that pass the fd. */
+                if (S_ISFIFO(m) || S_ISSOCK(m) || (!S_ISREG(m) && !f->job->options.max_file_size)) {
                         file_abort(e, f, ENGINE_FILE_ERROR, -ESPIPE);
                         file_finish_io(e, f);
                         return;
@@ -538,12 +552,16 @@ static void file_opened(Engine *e, FileSlot *f)
         }
 }
 
+/* Reports every unopened input as cancelled. The caller has already unlinked j from the active
+ * list: after the last post the consumer may free j, so nothing here reads j after it. */
 static void job_cancel_unopened(Engine *e, EngineJob *j)
 {
-        for (; j->next_input < j->n_inputs; j->next_input++) {
-                JobInput *in = &j->inputs[j->next_input];
-                in->fd = safe_close(in->fd);
-                post_simple(e, j, j->next_input, ENGINE_FILE_CANCELLED, 0);
+        size_t first = j->next_input, n = j->n_inputs;
+
+        j->next_input = n;
+        for (size_t i = first; i < n; i++) {
+                j->inputs[i].fd = safe_close(j->inputs[i].fd);
+                post_simple(e, j, i, ENGINE_FILE_CANCELLED, 0);
         }
 }
 
@@ -567,9 +585,10 @@ static bool open_more(Engine *e)
                 EngineJob *j = e->active_head;
 
                 if (j->next_input >= j->n_inputs || j->cancel_seen) {
-                        if (j->cancel_seen)
-                                job_cancel_unopened(e, j);
+                        bool cancel = j->cancel_seen;
                         active_remove_head(e);
+                        if (cancel)
+                                job_cancel_unopened(e, j);
                         continue;
                 }
 
@@ -831,10 +850,10 @@ static void handle_control(Engine *e)
                 /* Jobs whose inputs all wait unopened are finished here, not when a slot frees. */
                 for (EngineJob **p = &e->active_head, *j; (j = *p);) {
                         if (j->cancel_seen) {
-                                job_cancel_unopened(e, j);
                                 *p = j->active_next;
                                 j->active_next = NULL;
                                 j->in_active = false;
+                                job_cancel_unopened(e, j);
                         } else
                                 p = &j->active_next;
                 }
