@@ -44,7 +44,8 @@ static int read_algorithm(sd_bus_message *msg, HashAlgo *ret, sd_bus_error *erro
         a = hash_algo_from_string(s);
         if (a < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "algorithm: unknown algorithm \"%s\" (known: %s)", s, hash_algo_list());
+                                         "algorithm: unknown algorithm \"%.*s\" (known: %s)", bus_echo_len(s, 64), s,
+                                         hash_algo_list());
         *ret = a;
         return 0;
 }

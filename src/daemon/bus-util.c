@@ -77,9 +77,16 @@ static int read_variant(sd_bus_message *m, const char *key, const char *want, vo
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, want);
         if (r < 0)
                 return r;
-        if (streq(want, "as"))
+        if (streq(want, "as")) {
                 r = sd_bus_message_read_strv(m, (char ***)ret);
-        else
+                /* sd-bus returns NULL for an empty array; callers must see "0 entries", not "no
+                 * option", or names=[] for 3 inputs would pass unnoticed. */
+                if (r >= 0 && !*(char ***)ret) {
+                        *(char ***)ret = calloc(1, sizeof(char *));
+                        if (!*(char ***)ret)
+                                return -ENOMEM;
+                }
+        } else
                 r = sd_bus_message_read_basic(m, want[0], ret);
         if (r < 0)
                 return r;
@@ -121,9 +128,9 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, Has
                         r = read_variant(m, key, "b", &dontcache, error);
                 else
                         r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                              "options: unknown option \"%s\" (known: names, expected, "
+                                              "options: unknown option \"%.*s\" (known: names, expected, "
                                               "max-size, dontcache)",
-                                              key);
+                                              bus_echo_len(key, 64), key);
                 if (r < 0)
                         goto fail;
                 r = sd_bus_message_exit_container(m);
@@ -185,6 +192,18 @@ const sd_bus_error_map fhash_error_map[] = {
         SD_BUS_ERROR_MAP(FHASH_ERROR_TOO_LARGE, EFBIG),
         SD_BUS_ERROR_MAP_END,
 };
+
+int bus_echo_len(const char *s, size_t max)
+{
+        size_t n = strnlen(s, max + 1);
+
+        if (n > max) {
+                n = max;
+                while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+                        n--;
+        }
+        return (int)n;
+}
 
 const char *fhash_error_from_errno(int error)
 {

@@ -30,6 +30,11 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, Has
 /* The FHASH_ERROR_* name for a per-file errno (positive or negative). */
 const char *fhash_error_from_errno(int error);
 
+/* Bytes of s to echo in an error message: at most max, cut at a UTF-8 character boundary (a cut
+ * inside a character makes the whole message invalid UTF-8, which sd-bus refuses to send, and the
+ * caller would get no reply at all). For "%.*s". */
+int bus_echo_len(const char *s, size_t max);
+
 /* The project's error names with their errno, for sd_bus_error_add_map(). */
 extern const sd_bus_error_map fhash_error_map[];
 

@@ -86,7 +86,12 @@ Job *job_free(Job *j)
                 free(j->results[i].error);
         }
         free(j->results);
-        strv_free(j->expected);
+        /* Not strv_free(): entries for inputs without an expected digest are NULL, so the array is
+         * not NULL-terminated before its end. */
+        if (j->expected)
+                for (size_t k = 0; k < (size_t)j->n_inputs; k++)
+                        free(j->expected[k]);
+        free(j->expected);
         free(j->engine_to_input);
         free(j->pending);
         free(j->owner);
