@@ -181,18 +181,10 @@ def test_manager_calls(conn, w, mgr, tmp, canary):
         expect(INVALID, ["options", f'"{key}"', f"'{want}'"], mgr.HashFds, ft.fds(good), "sha256",
                ft.dbus.Dictionary({key: val}, signature="sv"))
     expect(INVALID, ['"names"', "2 entries", "1 inputs"], mgr.HashFds, ft.fds(good), "sha256", o(names=["a", "b"]))
-    # KNOWN BUG (daemon, bus-util.c read_variant): an empty "names"/"expected" array is taken as no
-    # option at all (sd_bus_message_read_strv() leaves NULL for an empty array), so a count mismatch
-    # goes unnoticed. Reported, not failed, until fixed: then make these two expect() calls.
+    # An empty array is "0 entries", not "no option" (sd-bus reads an empty array as NULL).
     for key in ("expected", "names"):
-        try:
-            job = str(mgr.HashPaths([good], "sha256", o(**{key: ft.dbus.Array([], signature="s")})))
-            ft.log(f'KNOWN BUG: options "{key}" = [] for 1 input accepted (job {job}); want InvalidArgs '
-                   f'naming "{key}" with "0 entries for 1 inputs"')
-            results_of(w, job)
-        except ft.dbus.exceptions.DBusException as e:
-            ft.check(e.get_dbus_name() == INVALID and f'"{key}"' in e.get_dbus_message()
-                     and "0 entries" in e.get_dbus_message(), f"empty {key}: {e}")
+        expect(INVALID, [f'"{key}"', "0 entries"], mgr.HashPaths, [good], "sha256",
+               o(**{key: ft.dbus.Array([], signature="s")}))
     expect(INVALID, ["expected[0]", "64-digit hex sha256"], mgr.HashFds, ft.fds(good), "sha256", o(expected=["abc"]))
     expect(INVALID, ["expected[0]"], mgr.HashFds, ft.fds(good), "md5", o(expected=["g" * 32]))
     expect(INVALID, ["expected[0]"], mgr.HashFds, ft.fds(good), "sha256", o(expected=[good_sha + "00"]))
@@ -254,13 +246,8 @@ def test_unbounded_paths(conn, w, mgr, tmp):
             ft.check(res[2] == "" and res[3].startswith(ERR), f"{what}: {res}")
             ft.log(f"ok: {what}: {res[3]}")
         else:
-            # KNOWN BUG (daemon/engine): the job never ends. Cancel must still work; the assertion
-            # that it finishes on its own is reported, not failed, until it is fixed.
-            ft.log(f"KNOWN BUG: HashPaths of {what} (options {dict(opts)}) still running after 5 s; "
-                   "it should end NotRegular or TooLarge")
-            ft.job_iface(conn, job).Cancel()
-            w.wait([job], timeout=10)
-            ft.check(w.finished[job][0] == "cancelled", f"{what}: Cancel: {w.finished[job]}")
+            ft.fail(f"HashPaths of {what} (options {dict(opts)}) still running after 5 s; "
+                    "it should end NotRegular or TooLarge")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,13 +497,6 @@ def test_fuzz(bus, d, tmp, n_calls=3000, seed=20240601):
     ft.JobWatcher.iterate_until(lambda: pending["n"] == 0, 120)
     dt = time.monotonic() - t0
     log = d.log()
-    if not d.alive() and "heap-use-after-free" in log and "in engine_dispatch" in log:
-        # KNOWN BUG (engine, engine_dispatch()): an EVENT_FILE of a job that comes after the job's
-        # EVENT_JOB in one dispatched batch is read after engine_job_unref() freed the job. ASan
-        # catches it during fuzzing; skipped with this message until fixed.
-        print(log[log.find("==ERROR"):][:3000], file=sys.stderr)
-        ft.skip("known bug: engine_dispatch() reads a job freed by an earlier event of the same batch "
-                "(heap-use-after-free, engine.c); the fuzzing and the checks after it did not finish")
     ft.check(d.alive(), f"fhashd died during fuzzing (first bad answer: {answered['bad'][:1]}):\n{d.log()[-6000:]}")
     ft.check(pending["n"] == 0, f"fuzz: {pending['n']} calls never answered")
     ft.check(not answered["bad"], f"fuzz: unexpected answers, e.g. {answered['bad'][:5]}")
@@ -578,15 +558,7 @@ def main():
             conn.close()
             rc = d.stop()
             log = d.log()
-            if rc != 0 and "LeakSanitizer" in log and "job_set_expected" in log and log.count("Direct leak") == 1:
-                # KNOWN BUG (daemon, job.c): Job.expected is NULL-terminated but may hold NULL for an
-                # input with "" as its expected digest, so strv_free() in job_free() stops there and
-                # leaks the digests after it. Reported, not failed, until fixed.
-                ft.log("KNOWN BUG: ASan: fhashd leaks job_set_expected() strings (expected = [\"\", hex]); "
-                       f"exit status {rc}")
-                d.proc = None  # already stopped and judged here
-            else:
-                ft.check(rc == 0, f"fhashd exit status {rc} after SIGTERM:\n{log[-3000:]}")
+            ft.check(rc == 0, f"fhashd exit status {rc} after SIGTERM:\n{log[-3000:]}")
 
 
 if __name__ == "__main__":

@@ -434,12 +434,9 @@ def test_emfile(bus, tmp):
             else:
                 ft.check(dg == digest_of("sha256", read(p)), f"EMFILE: {p}: wrong digest")
         ft.check(not other, f"EMFILE: unexpected errors {other[:3]}")
-        # Wanted: the engine requeues opens that fail with EMFILE, so every file gets its digest.
-        # KNOWN BUG (engine): some files still end with EMFILE; until the requeue lands this
-        # assertion only reports. Tighten it by making the line below a ft.check(not emfile, ...).
-        if emfile:
-            ft.log(f"KNOWN BUG (engine, EMFILE requeue): {len(emfile)} of 500 files failed with EMFILE, "
-                   f"e.g. {emfile[0]}; not failing the test until the engine requeues them")
+        # The engine queues opens that hit EMFILE and retries them as its own files close: every
+        # file must get its digest.
+        ft.check(not emfile, f"{len(emfile)} of 500 files failed with EMFILE, e.g. {emfile[:1]}")
         ft.log(f"ok: 500 files under RLIMIT_NOFILE=64: {w.finished[job][1]} digests correct, "
                f"{len(emfile)} clear EMFILE errors, daemon up")
         again = hash_fds_all(mgr, files[:32], "md5")
