@@ -620,12 +620,15 @@ static bool open_more(Engine *e)
                 }
                 any = true;
 
-                /* Rotate: the next slot goes to the next job. */
-                if (e->active_head != e->active_tail) {
+                /* Rotate: the next slot goes to the next job. With a head there is always a tail, and
+                 * when it is not the head it stays after the head is removed; the local makes both
+                 * plain to the analyzer. */
+                EngineJob *tail = e->active_tail;
+                if (tail && e->active_head != tail) {
                         active_remove_head(e);
                         if (j->next_input < j->n_inputs) {
                                 j->in_active = true;
-                                e->active_tail->active_next = j;
+                                tail->active_next = j;
                                 e->active_tail = j;
                         }
                 }
@@ -967,12 +970,14 @@ static unsigned online_cpus(int *cpus, unsigned max)
                 long c = sysconf(_SC_NPROCESSORS_ONLN);
                 for (long i = 0; i < c && n < max; i++)
                         cpus[n++] = (int)i;
-                return n ? n : 1;
-        }
-        for (int i = 0; i < CPU_SETSIZE && n < max; i++)
-                if (CPU_ISSET(i, &set))
-                        cpus[n++] = i;
-        return n ? n : 1;
+        } else
+                for (int i = 0; i < CPU_SETSIZE && n < max; i++)
+                        if (CPU_ISSET(i, &set))
+                                cpus[n++] = i;
+        /* None found (sysconf() failed): one worker, not pinned, rather than pinned to garbage. */
+        if (n == 0)
+                cpus[n++] = -1;
+        return n;
 }
 
 int engine_new(const EngineConfig *config, Engine **ret)
@@ -1315,7 +1320,7 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
         pthread_mutex_lock(&e->control_lock);
         if (e->n_new_jobs == e->n_new_jobs_alloc) {
                 size_t n = e->n_new_jobs_alloc ? e->n_new_jobs_alloc * 2 : 8;
-                EngineJob **p = realloc(e->new_jobs, n * sizeof(*p));
+                EngineJob **p = realloc(e->new_jobs, n * sizeof(EngineJob *));
                 if (!p) {
                         pthread_mutex_unlock(&e->control_lock);
                         return -ENOMEM;
