@@ -169,7 +169,7 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         Input *inputs = NULL;
         int raw[FHASH_MAX_FDS_PER_CALL];
         size_t n = 0, extra = 0;
-        HashAlgo algo;
+        HashAlgo algo = _HASH_ALGO_INVALID;
         uid_t uid;
         int r;
 
@@ -239,7 +239,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
         Input *inputs = NULL;
         char **paths = NULL;
         size_t n;
-        HashAlgo algo;
+        HashAlgo algo = _HASH_ALGO_INVALID;
         uid_t uid;
         int r;
 

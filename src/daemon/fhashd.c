@@ -60,7 +60,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
                 end++;
                 break;
         case 'M':
-                v = v > UINT64_MAX / (1024 * 1024) ? UINT64_MAX : v * 1024 * 1024;
+                v = v > UINT64_MAX / (1024ULL * 1024) ? UINT64_MAX : v * 1024 * 1024;
                 end++;
                 break;
         default:
@@ -126,7 +126,8 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
                 {},
         };
         bool bus_chosen = false;
-        uint64_t v;
+        /* Defined even when parse_u64() fails: the cases below store it before r is checked. */
+        uint64_t v = 0;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -159,7 +160,7 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
                         c->engine.workers = (unsigned)v;
                         break;
                 case ARG_BUFFER_SIZE:
-                        r = parse_u64(optarg, 256 * 1024 * 1024, &v);
+                        r = parse_u64(optarg, 256ULL * 1024 * 1024, &v);
                         c->engine.buffer_size = (size_t)v;
                         break;
                 case ARG_BUFFERS:

@@ -32,7 +32,7 @@ const char *job_state_to_string(JobState s);
 #define JOB_BATCH_USEC (50 * 1000ULL)
 /* A batch is also flushed once its names and errors reach this many bytes, so that a signal stays
  * far below the bus's message size limit even with PATH_MAX names. */
-#define JOB_BATCH_BYTES_MAX (256 * 1024)
+#define JOB_BATCH_BYTES_MAX ((size_t)256 * 1024)
 
 /* One input's outcome. name is never NULL; error is NULL on success, otherwise
  * "<error-name>: <message>" as carried on the bus. */
