@@ -190,7 +190,7 @@ static int handle_signal_for(BusClient *c, sd_bus_message *m)
         j = job_by_path(c, path);
         if (!j) {
                 /* The reply that names this job is still on its way: keep the signal for later. */
-                sd_bus_message **np = reallocarray(c->pending, c->n_pending + 1, sizeof(*np));
+                sd_bus_message **np = reallocarray(c->pending, c->n_pending + 1, sizeof(sd_bus_message *));
                 if (!np)
                         return -ENOMEM;
                 c->pending = np;
@@ -357,6 +357,7 @@ static int submit(BusClient *c, BusJob *j)
         for (size_t k = 0; k < j->n; k++) {
                 const RunItem *it = &c->items[j->idx[k]];
                 uint64_t size = 0;
+                int fd = -EBADF;
 
                 if (j->got[k])
                         continue;
@@ -365,7 +366,7 @@ static int submit(BusClient *c, BusJob *j)
                         deliver(c, j->idx[k], RUN_ERROR, it->error, NULL, 0, NULL);
                         continue;
                 }
-                r = open_input(it, &fds[n], &size);
+                r = open_input(it, &fd, &size);
                 if (r < 0) {
                         j->got[k] = true;
                         deliver(c, j->idx[k], RUN_ERROR, r, NULL, 0, NULL);
@@ -377,6 +378,7 @@ static int submit(BusClient *c, BusJob *j)
                         names_utf8 = false;
                 if (size == UINT64_MAX)
                         any_stream = true;
+                fds[n] = fd;
                 sent[n++] = k;
         }
         if (n == 0) {
@@ -498,20 +500,19 @@ static void client_free(BusClient *c)
         run_order_deinit(&c->order);
 }
 
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, void *userdata,
-                   Progress *progress, sd_bus_error *error)
+/* bus_client_run() once c->order is set up; c is the caller's to free, whatever this returns. */
+static int client_run(BusClient *c, Progress *progress)
 {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *s_sig = NULL, *s_props = NULL, *s_owner = NULL;
-        _cleanup_(client_free) BusClient c = { .bus = bus, .items = items, .n_items = n, .ret_error = error };
+        sd_bus *bus = c->bus;
+        const RunItem *items = c->items;
+        size_t n = c->n_items;
         int r;
 
-        r = run_order_init(&c.order, items, n, fn, userdata, progress);
-        if (r < 0)
-                return r;
-        c.messages = calloc(MAX(n, (size_t)1), sizeof(char *));
-        if (!c.messages)
+        c->messages = calloc(MAX(n, (size_t)1), sizeof(char *));
+        if (!c->messages)
                 return -ENOMEM;
-        r = make_jobs(&c);
+        r = make_jobs(c);
         if (r < 0)
                 return r;
 
@@ -520,21 +521,21 @@ int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, 
                 r = sd_bus_get_name_creds(bus, FHASH_BUS_NAME, SD_BUS_CREDS_UNIQUE_NAME, &creds);
                 if (r < 0)
                         return r;
-                r = sd_bus_creds_get_unique_name(creds, &c.daemon);
+                r = sd_bus_creds_get_unique_name(creds, &c->daemon);
                 if (r < 0)
                         return r;
-                c.daemon = strdupa(c.daemon);
+                c->daemon = strdupa(c->daemon);
         }
 
         /* Matches first (synchronously acknowledged by the bus), calls after: see bus-client.h. */
         r = sd_bus_match_signal(bus, &s_owner, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                "org.freedesktop.DBus", "NameOwnerChanged", on_owner_changed, &c);
+                                "org.freedesktop.DBus", "NameOwnerChanged", on_owner_changed, c);
         if (r >= 0)
-                r = sd_bus_match_signal(bus, &s_sig, c.daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, NULL,
-                                        on_signal, &c);
+                r = sd_bus_match_signal(bus, &s_sig, c->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, NULL,
+                                        on_signal, c);
         if (r >= 0 && progress && progress->enabled)
-                r = sd_bus_match_signal(bus, &s_props, c.daemon, NULL, "org.freedesktop.DBus.Properties",
-                                        "PropertiesChanged", on_properties, &c);
+                r = sd_bus_match_signal(bus, &s_props, c->daemon, NULL, "org.freedesktop.DBus.Properties",
+                                        "PropertiesChanged", on_properties, c);
         if (r < 0)
                 return r;
 
@@ -542,22 +543,22 @@ int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, 
                 for (size_t i = 0; i < n; i++) {
                         struct stat st;
                         if (!streq(items[i].path, "-") && stat(items[i].path, &st) >= 0 && S_ISREG(st.st_mode))
-                                c.bytes_total += (uint64_t)st.st_size;
+                                c->bytes_total += (uint64_t)st.st_size;
                 }
 
-        while (c.order.next < n) {
-                if (c.error < 0)
-                        return c.error;
+        while (c->order.next < n) {
+                if (c->error < 0)
+                        return c->error;
 
                 /* Retries first (they were refused as Busy), then new jobs, within the window. */
-                for (size_t i = 0; i < c.next_job && c.in_flight < BUS_CLIENT_JOBS_IN_FLIGHT; i++)
-                        if (c.jobs[i].retry && progress_now_usec() >= c.retry_at) {
-                                r = submit(&c, &c.jobs[i]);
+                for (size_t i = 0; i < c->next_job && c->in_flight < BUS_CLIENT_JOBS_IN_FLIGHT; i++)
+                        if (c->jobs[i].retry && progress_now_usec() >= c->retry_at) {
+                                r = submit(c, &c->jobs[i]);
                                 if (r < 0)
                                         return r;
                         }
-                while (c.next_job < c.n_jobs && c.in_flight < BUS_CLIENT_JOBS_IN_FLIGHT) {
-                        r = submit(&c, &c.jobs[c.next_job++]);
+                while (c->next_job < c->n_jobs && c->in_flight < BUS_CLIENT_JOBS_IN_FLIGHT) {
+                        r = submit(c, &c->jobs[c->next_job++]);
                         if (r < 0)
                                 return r;
                 }
@@ -567,7 +568,7 @@ int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, 
                         return r;
                 if (r > 0)
                         continue;
-                draw_progress(&c, progress);
+                draw_progress(c, progress);
                 r = sd_bus_wait(bus, 100000);
                 if (r < 0 && r != -EINTR)
                         return r;
@@ -576,13 +577,42 @@ int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, 
         return 0;
 }
 
-static int job_path(const char *job, char **ret)
+int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, void *userdata,
+                   Progress *progress, sd_bus_error *error)
 {
+        BusClient c = { .bus = bus, .items = items, .n_items = n, .ret_error = error };
+        int r;
+
+        r = run_order_init(&c.order, items, n, fn, userdata, progress);
+        if (r < 0)
+                return r;
+        /* Freed here rather than by _cleanup_: clang-tidy 14 and cppcheck 2.10 do not model cleanup
+         * attributes, and client_run() allocates on paths with many early returns. By now its signal
+         * matches, which point at c, are gone. */
+        r = client_run(&c, progress);
+        client_free(&c);
+        return r;
+}
+
+/* The object path of a job given as a path or an id; one that is not a valid path is InvalidArgs.
+ * Its users free it by hand, not by _cleanup_: clang-tidy 14 does not see cleanup attributes and
+ * reports a leak on every early return. */
+static int job_path(const char *job, char **ret, sd_bus_error *error)
+{
+        char *path;
+
         if (job[0] == '/')
-                *ret = strdup(job);
-        else if (asprintf(ret, "%s/%s", FHASH_JOB_PATH_PREFIX, job) < 0)
-                *ret = NULL;
-        return *ret ? 0 : -ENOMEM;
+                path = strdup(job);
+        else if (asprintf(&path, "%s/%s", FHASH_JOB_PATH_PREFIX, job) < 0)
+                path = NULL;
+        if (!path)
+                return -ENOMEM;
+        if (!sd_bus_object_path_is_valid(path)) {
+                free(path);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "'%s' is not a job", job);
+        }
+        *ret = path;
+        return 0;
 }
 
 int bus_client_status(sd_bus *bus, FILE *f, sd_bus_error *error)
@@ -721,27 +751,20 @@ int bus_client_list_jobs(sd_bus *bus, FILE *f, sd_bus_error *error)
 
 int bus_client_cancel(sd_bus *bus, const char *job, sd_bus_error *error)
 {
-        _cleanup_free_ char *path = NULL;
+        char *path = NULL;
         int r;
 
-        r = job_path(job, &path);
+        r = job_path(job, &path, error);
         if (r < 0)
                 return r;
-        if (!sd_bus_object_path_is_valid(path))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "'%s' is not a job", job);
-        return sd_bus_call_method(bus, FHASH_BUS_NAME, path, FHASH_JOB_INTERFACE, "Cancel", error, NULL, NULL);
+        r = sd_bus_call_method(bus, FHASH_BUS_NAME, path, FHASH_JOB_INTERFACE, "Cancel", error, NULL, NULL);
+        free(path);
+        return r;
 }
 
-int bus_client_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, sd_bus_error *error)
+static int watch_path(sd_bus *bus, const char *path, Progress *progress, FILE *f, sd_bus_error *error)
 {
-        _cleanup_free_ char *path = NULL;
         int r;
-
-        r = job_path(job, &path);
-        if (r < 0)
-                return r;
-        if (!sd_bus_object_path_is_valid(path))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "'%s' is not a job", job);
 
         /* Polling GetAll 4 times a second is what the daemon rate-limits its PropertiesChanged to
          * anyway, and it also works for a job whose signals go to another connection of ours. */
@@ -764,4 +787,17 @@ int bus_client_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, 
                 }
                 usleep(250000);
         }
+}
+
+int bus_client_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, sd_bus_error *error)
+{
+        char *path = NULL;
+        int r;
+
+        r = job_path(job, &path, error);
+        if (r < 0)
+                return r;
+        r = watch_path(bus, path, progress, f, error);
+        free(path);
+        return r;
 }

@@ -689,7 +689,10 @@ int ctl_main(int argc, char *argv[])
         setlocale(LC_ALL, "");
         r = parse_args(argc, argv, &a);
         if (r < 0) {
-                if (streq(a.verb, "hash"))
+                /* parse_args() only goes on (< 0) with a verb, but say so rather than crash on NULL. */
+                if (!a.verb)
+                        r = usage_error("missing verb");
+                else if (streq(a.verb, "hash"))
                         r = verb_hash(&a);
                 else if (streq(a.verb, "check"))
                         r = verb_check(&a);

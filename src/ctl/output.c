@@ -209,11 +209,8 @@ int output_quote(const char *name, char **ret)
                 if (n > 1)
                         continue;
                 /* The characters gnulib's shell_escape quoting style treats as special. */
-                if (strchr(" !\"$&'()*:;<=>?[\\^`|", *p))
-                        need = true;
-                else if ((*p == '#' || *p == '~') && i == 0)
-                        need = true;
-                else if ((*p == '{' || *p == '}') && len == 1)
+                if (strchr(" !\"$&'()*:;<=>?[\\^`|", *p) || ((*p == '#' || *p == '~') && i == 0) ||
+                    ((*p == '{' || *p == '}') && len == 1))
                         need = true;
                 if (*p == '\'')
                         has_squote = true;

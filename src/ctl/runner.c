@@ -157,19 +157,21 @@ int run_local(const RunItem *items, size_t n, RunResultFn fn, void *userdata, Pr
                 .file_done = local_file_done,
                 .job_done = local_job_done,
         };
-        _cleanup_(local_run_free) LocalRun run = {};
+        LocalRun run = {};
         Engine *e = NULL;
         int r;
 
         r = run_order_init(&run.order, items, n, fn, userdata, progress);
         if (r < 0)
                 return r;
+        /* From here every path leaves through finish, which frees run (explicitly: clang-tidy 14
+         * does not see _cleanup_ and took the early returns for leaks). */
         if (n == 0)
-                return 0;
+                goto finish;
 
         r = engine_new(&(EngineConfig){}, &e);
         if (r < 0)
-                return r;
+                goto finish;
 
         for (size_t i = 0; i < n; i++) {
                 HashAlgo a = items[i].algo;
@@ -242,5 +244,6 @@ finish:
         for (size_t a = 0; a < ELEMENTSOF(run.jobs); a++)
                 run.jobs[a].job = engine_job_unref(run.jobs[a].job);
         engine_free(e);
+        local_run_free(&run);
         return r;
 }

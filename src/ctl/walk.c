@@ -180,8 +180,8 @@ static int walk_arg(Walker *w, const char *arg)
 
 int walk_expand(char *const *args, size_t n_args, const WalkOptions *options, WalkList **ret)
 {
-        _cleanup_(walk_list_freep) WalkList *l = NULL;
         Walker w = { .options = options };
+        WalkList *l;
         int r;
 
         l = calloc(1, sizeof(*l));
@@ -190,10 +190,13 @@ int walk_expand(char *const *args, size_t n_args, const WalkOptions *options, Wa
         w.list = l;
         for (size_t i = 0; i < n_args; i++) {
                 r = walk_arg(&w, args[i]);
-                if (r < 0)
+                if (r < 0) {
+                        /* By hand: clang-tidy 14 does not see a _cleanup_ free. */
+                        walk_list_free(l);
                         return r;
+                }
         }
-        *ret = TAKE_PTR(l);
+        *ret = l;
         return 0;
 }
 
