@@ -216,6 +216,24 @@ static void test_sizes_pread(void **state)
         check_edge_sizes(ENGINE_IO_PREAD);
 }
 
+/* One buffer: reading and hashing take turns, and nothing may wait on a buffer it holds itself. */
+static void test_one_buffer(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-one");
+        char *paths[3];
+        Engine *e = new_engine(ENGINE_IO_AUTO, 65536, 1);
+
+        for (int i = 0; i < 3; i++) {
+                assert_true(asprintf(&paths[i], "%s/f%d", dir, i) > 0);
+                assert_int_equal(th_write_random_file(paths[i], (uint64_t)i * 300000 + 1, (uint32_t)i + 40), 0);
+        }
+        check_paths_all_algos(e, paths, 3);
+        for (int i = 0; i < 3; i++)
+                free(paths[i]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 /* Small buffers: many reads per file, short-read resumption and ordering across many in flight. */
 static void test_small_buffers(void **state)
 {
@@ -686,7 +704,7 @@ static void test_empty_job_and_bad_args(void **state)
         collector_done(&c);
         engine_free(e);
 
-        EngineConfig bad = { .buffers = 1 };
+        EngineConfig bad = { .buffers = 5000 };
         assert_int_equal(engine_new(&bad, &e), -EINVAL);
         bad = (EngineConfig){ .io_mode = 17 };
         assert_int_equal(engine_new(&bad, &e), -EINVAL);
@@ -900,6 +918,7 @@ int main(void)
                 cmocka_unit_test(test_sizes_uring_plain),
                 cmocka_unit_test(test_sizes_pread),
                 cmocka_unit_test(test_small_buffers),
+                cmocka_unit_test(test_one_buffer),
                 cmocka_unit_test(test_errors_among_good),
                 cmocka_unit_test(test_pipe),
                 cmocka_unit_test(test_max_size),

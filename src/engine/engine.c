@@ -16,7 +16,6 @@
 
 #define DEFAULT_BUFFER_SIZE (1u << 20)
 #define DEFAULT_BUFFERS 16
-#define MIN_BUFFERS 2
 #define DEFAULT_MAX_OPEN 64
 #define MAX_BUFFER_SIZE (64u << 20)
 
@@ -990,8 +989,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
 
         if (cfg.io_mode < 0 || cfg.io_mode >= _ENGINE_IO_MODE_MAX)
                 return -EINVAL;
-        if (cfg.buffer_size > MAX_BUFFER_SIZE || (cfg.buffers > 0 && cfg.buffers < MIN_BUFFERS) ||
-            cfg.workers > 1024 || cfg.buffers > 4096 || cfg.max_open > 4096)
+        if (cfg.buffer_size > MAX_BUFFER_SIZE || cfg.workers > 1024 || cfg.buffers > 4096 || cfg.max_open > 4096)
                 return -EINVAL;
 
         k = hash_global_init();
