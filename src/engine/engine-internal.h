@@ -225,6 +225,7 @@ struct Engine {
         size_t n_events, n_events_alloc;
         Event *dispatching;
         size_t n_dispatching_alloc;
+        size_t events_reserved;       /* events started jobs may still post; capacity kept for them */
         int event_fd;
 
         /* Live jobs the consumer created, so engine_free() can let go of them. */

@@ -62,7 +62,23 @@ EngineIoMode engine_io_mode_from_string(const char *s)
 
 /* ---- results: workers and the I/O thread -> consumer ---- */
 
-/* Appends one event; the caller holds event_lock. Returns true if the queue was empty. */
+/* Grows the posting array to hold n events; the caller holds event_lock. */
+static int events_reserve_locked(Engine *e, size_t n)
+{
+        Event *p;
+
+        if (n <= e->n_events_alloc)
+                return 0;
+        p = realloc(e->events, n * sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        e->events = p;
+        e->n_events_alloc = n;
+        return 0;
+}
+
+/* Appends one event; the caller holds event_lock. Returns true if the queue was empty. Capacity was
+ * reserved when the job started (engine_job_start()), so this does not allocate. */
 static bool event_push_locked(Engine *e, const Event *ev)
 {
         if (e->n_events == e->n_events_alloc) {
@@ -1179,6 +1195,10 @@ int engine_dispatch(Engine *e)
         e->n_events = 0;
         e->dispatching = evs;
         e->n_dispatching_alloc = cap;
+        /* The array posters fill next must hold what running jobs can still post. If that cannot
+         * be had now, event_push_locked() grows it later (and only aborts if that fails too). */
+        e->events_reserved -= MIN(e->events_reserved, n);
+        (void)events_reserve_locked(e, e->events_reserved);
         pthread_mutex_unlock(&e->event_lock);
 
         for (size_t i = 0; i < n; i++) {
@@ -1315,12 +1335,25 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
                 j->callbacks = *callbacks;
         j->userdata = userdata;
 
+        /* Room for every result this job will post (and its end), reserved now: under memory
+         * pressure a job is refused here, instead of the engine failing halfway through it. */
+        pthread_mutex_lock(&e->event_lock);
+        if (events_reserve_locked(e, e->events_reserved + j->n_inputs + 1) < 0) {
+                pthread_mutex_unlock(&e->event_lock);
+                return -ENOMEM;
+        }
+        e->events_reserved += j->n_inputs + 1;
+        pthread_mutex_unlock(&e->event_lock);
+
         pthread_mutex_lock(&e->control_lock);
         if (e->n_new_jobs == e->n_new_jobs_alloc) {
                 size_t n = e->n_new_jobs_alloc ? e->n_new_jobs_alloc * 2 : 8;
                 EngineJob **p = realloc(e->new_jobs, n * sizeof(EngineJob *));
                 if (!p) {
                         pthread_mutex_unlock(&e->control_lock);
+                        pthread_mutex_lock(&e->event_lock);
+                        e->events_reserved -= j->n_inputs + 1;
+                        pthread_mutex_unlock(&e->event_lock);
                         return -ENOMEM;
                 }
                 e->new_jobs = p;
