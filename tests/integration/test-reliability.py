@@ -780,6 +780,45 @@ def test_never_reads(tmp):
         ft.BUS_CONFIG = saved
 
 
+def test_oom(bus, tmp):
+    """Out of memory for real on a job's allocations: allocations of 2 MiB or more fail (LD_PRELOAD
+    shim); a HashPaths of 20,000 paths needs several such buffers (per-input results, the engine's
+    reserved result queue). The call must get a clear error, and the daemon must go on serving."""
+    shim = os.environ.get("FHASH_FAILALLOC", "")
+    if not shim or not os.path.exists(shim):
+        ft.log("skip oom: $FHASH_FAILALLOC (the failalloc shim) is not built")
+        return
+    ldd = subprocess.run(["ldd", ft.fhashd_path()], capture_output=True, text=True).stdout
+    if "libasan" in ldd or "libtsan" in ldd:
+        # The sanitizers replace malloc themselves; an LD_PRELOAD malloc cannot sit under them.
+        ft.log("skip oom: fhashd is built with a sanitizer that owns malloc")
+        return
+    one = os.path.join(tmp, "o")
+    with open(one, "wb") as f:
+        f.write(b"oom")
+    os.chmod(one, 0o644)
+    env = dict(os.environ, LD_PRELOAD=shim, FAILALLOC_MIN=str(2 << 20))
+    with ft.Daemon(bus, "--workers", "1", env=env) as d:
+        conn = bus.connect()
+        w = ft.JobWatcher(conn)
+        mgr = ft.manager(conn)
+        base_fds = d.fd_count()
+        for _ in range(3):
+            msg = ft.expect_error("org.freedesktop.DBus.Error.NoMemory", mgr.HashPaths, [one] * 20000,
+                                  "sha256", ft.options())
+            ft.check(d.alive(), "fhashd died on a job it could not allocate")
+        # Smaller work still goes through, and nothing leaked from the refused calls.
+        jobs = hash_fds_all(mgr, [one] * 64, "sha256")
+        w.wait([j for j, _ in jobs])
+        check_digests(w, jobs, "sha256", "after OOM")
+        job = str(mgr.HashPaths([one] * 500, "sha256", ft.options()))
+        w.wait([job])
+        ft.check(w.finished[job] == ("done", 500, 0), f"500 paths after OOM: {w.finished[job]}")
+        ft.check(d.fd_count() == base_fds, f"fds after OOM: {d.fd_count()} != {base_fds}")
+        conn.close()
+    ft.log(f"ok: oom: 3 x HashPaths of 20,000 paths refused ({msg}); daemon kept serving, fds at baseline")
+
+
 def test_sigterm(bus, tmp):
     sparse = os.path.join(tmp, "sparse-64g")
     if not os.path.exists(sparse):
@@ -825,7 +864,7 @@ def main():
     ft.glib_mainloop()
     tests = [("changed", test_changed), ("eio", test_eio), ("emfile", test_emfile),
              ("fallbacks", test_fallbacks), ("quotas", test_quotas), ("killed", test_client_killed),
-             ("many", test_many_clients), ("sigterm", test_sigterm)]
+             ("many", test_many_clients), ("oom", test_oom), ("sigterm", test_sigterm)]
     with ft.Bus(anyone=True) as bus:
         tmp = os.path.join(bus.dir, "files")
         os.makedirs(tmp)
