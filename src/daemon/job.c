@@ -79,7 +79,7 @@ Job *job_free(Job *j)
         sd_event_source_disable_unref(j->batch_timer);
         sd_event_source_disable_unref(j->finish_defer);
         sd_event_source_disable_unref(j->linger_timer);
-        sd_bus_track_unref(j->track);
+        owner_release(j->owner_ref);
 
         for (size_t i = 0; j->results && i < j->n_inputs; i++) {
                 free(j->results[i].name);
@@ -382,14 +382,13 @@ static int on_finish_defer(sd_event_source *s, void *userdata)
         return 0;
 }
 
-static int on_owner_gone(sd_bus_track *t, void *userdata)
+void job_owner_gone(Job *j)
 {
-        Job *j = userdata;
-
         log_debug("Owner %s of job %" PRIu64 " disconnected%s.", j->owner, j->id,
                   job_is_finished(j) ? "" : ", cancelling the job");
-        /* The track is ours to drop even from its own handler: sd-bus holds a reference meanwhile. */
-        j->track = sd_bus_track_unref(j->track);
+        /* The owner frees itself once every job let go; it is not released one by one here. */
+        j->owner_ref->n_jobs--;
+        j->owner_ref = NULL;
         j->owner_gone = true;
 
         if (!job_is_finished(j)) {
@@ -405,9 +404,7 @@ static int on_owner_gone(sd_bus_track *t, void *userdata)
                 job_finish(j, true);
         }
         /* What is left lingers like any finished job, for root or the same uid to inspect; it no
-         * longer keeps fhashd from exiting when idle. */
-        manager_check_idle(j->manager);
-        return 0;
+         * longer keeps fhashd from exiting when idle (the owner calls manager_check_idle()). */
 }
 
 int job_start(Job *j)
@@ -435,10 +432,7 @@ int job_start(Job *j)
                 return r;
         (void)sd_event_source_set_enabled(j->batch_timer, j->n_pending > 0 ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
 
-        r = sd_bus_track_new(m->bus, &j->track, on_owner_gone, j);
-        if (r < 0)
-                return r;
-        r = sd_bus_track_add_name(j->track, j->owner);
+        r = owner_acquire(m, j->owner, &j->owner_ref);
         if (r < 0)
                 return r;
 

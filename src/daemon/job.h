@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "engine.h"
+#include "owner.h"
 #include "hash.h"
 #include "macro.h"
 
@@ -80,9 +81,13 @@ struct Job {
 
         sd_event_source *finish_defer;  /* finishes a job whose inputs all failed up front */
         sd_event_source *linger_timer;  /* removes a finished job after --keep-finished */
-        sd_bus_track *track;            /* the owner while connected; its disconnect cancels the job */
+        Owner *owner_ref;               /* the owner while connected; its disconnect cancels the job */
         bool owner_gone;
 };
+
+/* The owner disconnected: an unfinished job is cancelled and releases its fds and buffers at once;
+ * the job lingers like any finished one. Called by the owner's track (owner.c). */
+void job_owner_gone(Job *j);
 
 /* Creates a queued job with n_inputs empty inputs and registers it with the manager. */
 int job_new(Manager *m, const char *owner, uid_t uid, HashAlgo algo, size_t n_inputs,

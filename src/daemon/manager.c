@@ -95,7 +95,7 @@ static bool manager_is_idle(Manager *m)
         /* A connected owner of a finished job may still call GetResults: not idle yet. Finished
          * jobs whose owner left do not count; they are lost on exit, as they would be on expiry. */
         for (Job *j = m->jobs; j; j = j->next)
-                if (j->track)
+                if (j->owner_ref)
                         return false;
         return true;
 }

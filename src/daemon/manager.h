@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "engine.h"
+#include "owner.h"
 #include "job.h"
 #include "macro.h"
 
@@ -59,6 +60,8 @@ typedef struct Manager {
         sd_event_source *shutdown_timer;
         sd_event_source *sigterm_source, *sigint_source;
 
+        Owner *owners;    /* clients with jobs, each tracked once (owner.h) */
+        unsigned n_owners;
         Job *jobs;        /* every job on the bus, finished or not */
         uint32_t n_jobs;
         uint32_t active_jobs;  /* queued or running; "ActiveJobs" */

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "macro.h"
+#include "manager.h"
+#include "owner.h"
+
+static void owner_free(Owner *o)
+{
+        Manager *m = o->manager;
+
+        if (o->prev)
+                o->prev->next = o->next;
+        else
+                m->owners = o->next;
+        if (o->next)
+                o->next->prev = o->prev;
+        m->n_owners--;
+        sd_bus_track_unref(o->track);
+        free(o->name);
+        free(o);
+}
+
+/* The client left: each of its jobs lets go of it (cancelling what still runs), then it is freed. */
+static int on_owner_gone(sd_bus_track *t, void *userdata)
+{
+        Owner *o = userdata;
+        Manager *m = o->manager;
+
+        for (Job *j = m->jobs, *next; j; j = next) {
+                next = j->next;
+                if (j->owner_ref == o)
+                        job_owner_gone(j);
+        }
+        /* sd-bus holds a reference on the track while this handler runs. */
+        owner_free(o);
+        manager_check_idle(m);
+        return 0;
+}
+
+int owner_acquire(Manager *m, const char *name, Owner **ret)
+{
+        Owner *o;
+        int r;
+
+        for (o = m->owners; o; o = o->next)
+                if (streq(o->name, name)) {
+                        o->n_jobs++;
+                        *ret = o;
+                        return 0;
+                }
+
+        if (m->n_owners >= OWNERS_MAX)
+                return -EBUSY;
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+        o->manager = m;
+        o->name = strdup(name);
+        if (!o->name) {
+                free(o);
+                return -ENOMEM;
+        }
+        r = sd_bus_track_new(m->bus, &o->track, on_owner_gone, o);
+        if (r >= 0)
+                r = sd_bus_track_add_name(o->track, name);
+        if (r < 0) {
+                sd_bus_track_unref(o->track);
+                free(o->name);
+                free(o);
+                return r;
+        }
+        o->n_jobs = 1;
+        o->next = m->owners;
+        if (m->owners)
+                m->owners->prev = o;
+        m->owners = o;
+        m->n_owners++;
+        *ret = o;
+        return 0;
+}
+
+void owner_release(Owner *o)
+{
+        if (o && --o->n_jobs == 0)
+                owner_free(o);
+}
