@@ -101,6 +101,8 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Config
     <allow receive_sender="*"/>
   </policy>
   <limit name="max_message_unix_fds">64</limit>
+  <!-- As on the system bus (dbus-daemon's default): fhashd must not need a match rule per job. -->
+  <limit name="max_match_rules_per_connection">512</limit>
 </busconfig>
 """
 

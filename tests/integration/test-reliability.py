@@ -819,6 +819,36 @@ def test_oom(bus, tmp):
     ft.log(f"ok: oom: 3 x HashPaths of 20,000 paths refused ({msg}); daemon kept serving, fds at baseline")
 
 
+def test_many_jobs(bus, tmp):
+    """One client, 1,000 jobs (all lingering afterwards) on a bus that allows 512 match rules per
+    connection, as the system bus does. fhashd tracks each client once, not each job: it must stay
+    up and answer them all."""
+    one = os.path.join(tmp, "mj")
+    with open(one, "wb") as f:
+        f.write(b"many jobs")
+    os.chmod(one, 0o644)
+    want = digest_of("sha256", b"many jobs")
+    with ft.Daemon(bus, "--workers", "1") as d:
+        conn = bus.connect()
+        w = ft.JobWatcher(conn)
+        mgr = ft.manager(conn)
+        jobs, window = [], []
+        for i in range(1000):
+            window.append(str(mgr.HashPaths([one], "sha256", ft.options())))
+            if len(window) == 32:
+                w.wait(window)
+                jobs += window
+                window = []
+        w.wait(window)
+        jobs += window
+        ft.check(d.alive(), f"fhashd died after {len(jobs)} jobs of one client:\n{d.log()[-3000:]}")
+        bad = [j for j in jobs if w.finished[j] != ("done", 1, 0) or w.results[j][0][2] != want]
+        ft.check(not bad, f"{len(bad)} of 1000 jobs wrong, e.g. {bad[:1]}")
+        ft.check(len(ft.manager(conn).ListJobs()) == 1000, "the 1000 finished jobs should linger")
+        conn.close()
+    ft.log("ok: many-jobs: 1000 jobs of one client, all right, fhashd up (one match rule per client)")
+
+
 def test_sigterm(bus, tmp):
     sparse = os.path.join(tmp, "sparse-64g")
     if not os.path.exists(sparse):
@@ -864,7 +894,8 @@ def main():
     ft.glib_mainloop()
     tests = [("changed", test_changed), ("eio", test_eio), ("emfile", test_emfile),
              ("fallbacks", test_fallbacks), ("quotas", test_quotas), ("killed", test_client_killed),
-             ("many", test_many_clients), ("oom", test_oom), ("sigterm", test_sigterm)]
+             ("many", test_many_clients), ("oom", test_oom), ("many-jobs", test_many_jobs),
+             ("sigterm", test_sigterm)]
     with ft.Bus(anyone=True) as bus:
         tmp = os.path.join(bus.dir, "files")
         os.makedirs(tmp)
