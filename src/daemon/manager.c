@@ -377,6 +377,10 @@ int manager_run(Manager *m)
         r = sd_event_loop(m->event);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
+        /* sd-bus ends the loop with EXIT_FAILURE when the bus goes away (or refuses us, e.g. a
+         * match rule past dbus-daemon's limit): say so, or the log shows only "Exiting.". */
+        if (m->bus && sd_bus_is_open(m->bus) <= 0)
+                log_error("Lost the connection to the bus; exiting.");
         return r;
 }
 
