@@ -223,9 +223,9 @@ struct Engine {
         pthread_mutex_t event_lock;
         Event *events;
         size_t n_events, n_events_alloc;
-        Event *dispatching;
+        Event *dispatching;           /* consumer only: being delivered, from dispatch_pos on */
+        size_t n_dispatching, dispatch_pos;
         size_t n_dispatching_alloc;
-        size_t events_reserved;       /* events started jobs may still post; capacity kept for them */
         int event_fd;
 
         /* Live jobs the consumer created, so engine_free() can let go of them. */

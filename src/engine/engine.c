@@ -18,6 +18,7 @@
 #define DEFAULT_BUFFERS 16
 #define DEFAULT_MAX_OPEN 64
 #define MAX_BUFFER_SIZE (64u << 20)
+#define ENGINE_DISPATCH_MAX 256  /* events delivered per engine_dispatch() call */
 
 /* Completion tags: a pointer with the operation in its low 3 bits (slots and buffers are 8-aligned). */
 enum {
@@ -77,17 +78,17 @@ static int events_reserve_locked(Engine *e, size_t n)
         return 0;
 }
 
-/* Appends one event; the caller holds event_lock. Returns true if the queue was empty. Capacity was
- * reserved when the job started (engine_job_start()), so this does not allocate. */
+/* Appends one event; the caller holds event_lock. Returns true if the queue was empty. When the
+ * array cannot grow (out of memory), the poster waits for the consumer to take what is queued,
+ * which empties the array: back-pressure instead of losing a result or aborting. */
 static bool event_push_locked(Engine *e, const Event *ev)
 {
-        if (e->n_events == e->n_events_alloc) {
-                size_t n = e->n_events_alloc ? e->n_events_alloc * 2 : 64;
-                Event *p = realloc(e->events, n * sizeof(*p));
-                if (!p)
-                        abort(); /* losing a result would hang its job forever; nothing sane to do */
-                e->events = p;
-                e->n_events_alloc = n;
+        while (e->n_events == e->n_events_alloc &&
+               events_reserve_locked(e, MAX(e->n_events_alloc * 2, (size_t)64)) < 0) {
+                pthread_mutex_unlock(&e->event_lock);
+                (void)!write(e->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+                (void)usleep(1000);
+                pthread_mutex_lock(&e->event_lock);
         }
         e->events[e->n_events++] = *ev;
         return e->n_events == 1;
@@ -1120,6 +1121,12 @@ Engine *engine_free(Engine *e)
                         e->events[i].job->engine = NULL;
                         engine_job_unref(e->events[i].job);
                 }
+        for (size_t i = e->dispatch_pos; i < e->n_dispatching; i++)
+                if (e->dispatching[i].type == EVENT_JOB) {
+                        e->dispatching[i].job->finished = true;
+                        e->dispatching[i].job->engine = NULL;
+                        engine_job_unref(e->dispatching[i].job);
+                }
         free(e->events);
         free(e->dispatching);
 
@@ -1179,32 +1186,35 @@ unsigned engine_get_files_queued(Engine *e)
 int engine_dispatch(Engine *e)
 {
         uint64_t v;
-        Event *evs;
-        size_t n;
+        int done = 0;
 
         /* Read the eventfd before taking the events: a result posted after the swap re-arms it. */
         (void)!read(e->event_fd, &v, sizeof(v));
 
-        /* Swap the two arrays (each keeps its capacity): posters fill one while we walk the other. */
-        pthread_mutex_lock(&e->event_lock);
-        evs = e->events;
-        n = e->n_events;
-        size_t cap = e->n_events_alloc;
-        e->events = e->dispatching;
-        e->n_events_alloc = e->n_dispatching_alloc;
-        e->n_events = 0;
-        e->dispatching = evs;
-        e->n_dispatching_alloc = cap;
-        /* The array posters fill next must hold what running jobs can still post. If that cannot
-         * be had now, event_push_locked() grows it later (and only aborts if that fails too). */
-        e->events_reserved -= MIN(e->events_reserved, n);
-        (void)events_reserve_locked(e, e->events_reserved);
-        pthread_mutex_unlock(&e->event_lock);
+        if (e->dispatch_pos == e->n_dispatching) {
+                /* Swap the two arrays (each keeps its capacity): posters fill one while we walk the
+                 * other. */
+                pthread_mutex_lock(&e->event_lock);
+                Event *evs = e->events;
+                size_t n = e->n_events, cap = e->n_events_alloc;
+                e->events = e->dispatching;
+                e->n_events_alloc = e->n_dispatching_alloc;
+                e->n_events = 0;
+                e->dispatching = evs;
+                e->n_dispatching_alloc = cap;
+                e->n_dispatching = n;
+                e->dispatch_pos = 0;
+                pthread_mutex_unlock(&e->event_lock);
+        }
 
-        for (size_t i = 0; i < n; i++) {
-                Event *ev = &evs[i];
+        /* A bounded share per call: tens of thousands of results at once would otherwise keep the
+         * caller's event loop from everything else (fhashd answered no method call for 25 s while
+         * it turned 60,000 results into signals). What is left keeps the eventfd readable. */
+        while (e->dispatch_pos < e->n_dispatching && done < ENGINE_DISPATCH_MAX) {
+                Event *ev = &e->dispatching[e->dispatch_pos++];
                 EngineJob *j = ev->job;
 
+                done++;
                 if (ev->type == EVENT_FILE) {
                         if (!j->orphaned && j->callbacks.file_done)
                                 j->callbacks.file_done(j, &ev->file, j->userdata);
@@ -1215,7 +1225,17 @@ int engine_dispatch(Engine *e)
                         j->callbacks.job_done(j, ev->job_result, j->userdata);
                 engine_job_unref(j); /* the engine's reference, taken in engine_job_start() */
         }
-        return (int)n;
+        /* More to deliver: this batch's rest, or results posted since the eventfd was read (their
+         * posters signalled only if the posting array was empty, which it may not have been). */
+        bool more = e->dispatch_pos < e->n_dispatching;
+        if (!more) {
+                pthread_mutex_lock(&e->event_lock);
+                more = e->n_events > 0;
+                pthread_mutex_unlock(&e->event_lock);
+        }
+        if (more)
+                (void)!write(e->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+        return done;
 }
 
 int engine_run_once(Engine *e, uint64_t timeout_usec)
@@ -1335,25 +1355,12 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
                 j->callbacks = *callbacks;
         j->userdata = userdata;
 
-        /* Room for every result this job will post (and its end), reserved now: under memory
-         * pressure a job is refused here, instead of the engine failing halfway through it. */
-        pthread_mutex_lock(&e->event_lock);
-        if (events_reserve_locked(e, e->events_reserved + j->n_inputs + 1) < 0) {
-                pthread_mutex_unlock(&e->event_lock);
-                return -ENOMEM;
-        }
-        e->events_reserved += j->n_inputs + 1;
-        pthread_mutex_unlock(&e->event_lock);
-
         pthread_mutex_lock(&e->control_lock);
         if (e->n_new_jobs == e->n_new_jobs_alloc) {
                 size_t n = e->n_new_jobs_alloc ? e->n_new_jobs_alloc * 2 : 8;
                 EngineJob **p = realloc(e->new_jobs, n * sizeof(EngineJob *));
                 if (!p) {
                         pthread_mutex_unlock(&e->control_lock);
-                        pthread_mutex_lock(&e->event_lock);
-                        e->events_reserved -= j->n_inputs + 1;
-                        pthread_mutex_unlock(&e->event_lock);
                         return -ENOMEM;
                 }
                 e->new_jobs = p;

@@ -52,8 +52,9 @@ Engine *engine_free(Engine *e);
 
 /* An eventfd (EFD_NONBLOCK) that is readable whenever engine_dispatch() has something to deliver. */
 int engine_get_fd(Engine *e);
-/* Delivers pending file results and job completions through the jobs' callbacks. Returns the
- * number of events delivered (>= 0), never blocks. */
+/* Delivers pending file results and job completions through the jobs' callbacks, at most a few
+ * hundred per call so the caller's loop stays responsive; the fd stays readable while more are
+ * pending. Returns the number of events delivered (>= 0), never blocks. */
 int engine_dispatch(Engine *e);
 /* Blocks until something can be dispatched or timeout_usec passes (UINT64_MAX = forever), then
  * dispatches. For simple clients (fhashctl --local, tests, benchmarks) without an event loop. */
