@@ -54,7 +54,7 @@ static int job_find(sd_bus *bus, const char *path, const char *interface, void *
 
         msg = sd_bus_get_current_message(bus);
         if (msg) {
-                r = bus_query_sender_uid(msg, &uid);
+                r = owner_sender_uid(m, msg, &uid);
                 if (r < 0)
                         return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
                 if (uid != 0 && uid != j->uid)
@@ -75,7 +75,7 @@ static int job_enumerate(sd_bus *bus, const char *path, void *userdata, char ***
         int r;
 
         if (msg) {
-                r = bus_query_sender_uid(msg, &uid);
+                r = owner_sender_uid(m, msg, &uid);
                 if (r < 0)
                         return r;
         }

@@ -206,7 +206,7 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r < 0)
                 return r;
 
-        r = bus_query_sender_uid(msg, &uid);
+        r = owner_sender_uid(m, msg, &uid);
         if (r < 0) {
                 r = sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
                 goto finish;
@@ -245,7 +245,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
 
         /* The daemon may read what the caller cannot: paths only for root and for our own uid.
          * Everyone else opens the files and passes fds. */
-        r = bus_query_sender_uid(msg, &uid);
+        r = owner_sender_uid(m, msg, &uid);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
         if (uid != 0 && uid != m->uid)
@@ -309,7 +309,7 @@ static int method_list_jobs(sd_bus_message *msg, void *userdata, sd_bus_error *e
         uid_t uid;
         int r;
 
-        r = bus_query_sender_uid(msg, &uid);
+        r = owner_sender_uid(m, msg, &uid);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
 

@@ -432,7 +432,7 @@ int job_start(Job *j)
                 return r;
         (void)sd_event_source_set_enabled(j->batch_timer, j->n_pending > 0 ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
 
-        r = owner_acquire(m, j->owner, &j->owner_ref);
+        r = owner_acquire(m, j->owner, j->uid, &j->owner_ref);
         if (r < 0)
                 return r;
 

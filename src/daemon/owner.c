@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus-util.h"
 #include "job.h"
 #include "macro.h"
 #include "manager.h"
@@ -41,7 +42,7 @@ static int on_owner_gone(sd_bus_track *t, void *userdata)
         return 0;
 }
 
-int owner_acquire(Manager *m, const char *name, Owner **ret)
+int owner_acquire(Manager *m, const char *name, uid_t uid, Owner **ret)
 {
         Owner *o;
         int r;
@@ -59,6 +60,7 @@ int owner_acquire(Manager *m, const char *name, Owner **ret)
         if (!o)
                 return -ENOMEM;
         o->manager = m;
+        o->uid = uid;
         o->name = strdup(name);
         if (!o->name) {
                 free(o);
@@ -81,6 +83,18 @@ int owner_acquire(Manager *m, const char *name, Owner **ret)
         m->n_owners++;
         *ret = o;
         return 0;
+}
+
+int owner_sender_uid(Manager *m, sd_bus_message *msg, uid_t *ret)
+{
+        const char *sender = sd_bus_message_get_sender(msg);
+
+        for (Owner *o = sender ? m->owners : NULL; o; o = o->next)
+                if (streq(o->name, sender)) {
+                        *ret = o->uid;
+                        return 0;
+                }
+        return bus_query_sender_uid(msg, ret);
 }
 
 void owner_release(Owner *o)

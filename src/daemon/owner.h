@@ -2,6 +2,7 @@
 /* owner.h: a bus client that owns jobs, tracked once however many jobs it has */
 #pragma once
 
+#include <sys/types.h>
 #include <systemd/sd-bus.h>
 
 typedef struct Manager Manager;
@@ -17,6 +18,7 @@ struct Owner {
         Manager *manager;
         char *name;            /* unique bus name */
         sd_bus_track *track;
+        uid_t uid;             /* from the bus driver when its first job was made; never changes */
         unsigned n_jobs;       /* jobs holding this owner */
         Owner *next, *prev;    /* Manager.owners */
 };
@@ -27,6 +29,12 @@ struct Owner {
 
 /* The Owner for a unique name, tracked from now on, with one more job holding it. -EBUSY when
  * OWNERS_MAX clients are tracked already. */
-int owner_acquire(Manager *m, const char *name, Owner **ret);
+int owner_acquire(Manager *m, const char *name, uid_t uid, Owner **ret);
 /* One job less; the last one stops tracking the client. Takes NULL. */
 void owner_release(Owner *o);
+
+/* The uid of a message's sender: from its Owner if it has one, else asked of the bus driver. The
+ * question is a blocking round trip to dbus-daemon inside our event loop, and a busy dbus-daemon
+ * (a client not reading tens of MB of signals) made each one slow: a client's later calls must not
+ * pay it again. A unique name is never reused and its uid never changes, so the answer keeps. */
+int owner_sender_uid(Manager *m, sd_bus_message *msg, uid_t *ret);
