@@ -780,6 +780,12 @@ def test_never_reads(tmp):
         ft.BUS_CONFIG = saved
 
 
+def sanitized():
+    """True when $FHASHD is an ASan/TSan build (slower, and with its own malloc)."""
+    ldd = subprocess.run(["ldd", ft.fhashd_path()], capture_output=True, text=True).stdout
+    return "libasan" in ldd or "libtsan" in ldd
+
+
 def test_oom(bus, tmp):
     """Out of memory for real on a job's allocations: allocations of 2 MiB or more fail (LD_PRELOAD
     shim); a HashPaths of 20,000 paths needs several such buffers (per-input results, the engine's
@@ -788,8 +794,7 @@ def test_oom(bus, tmp):
     if not shim or not os.path.exists(shim):
         ft.log("skip oom: $FHASH_FAILALLOC (the failalloc shim) is not built")
         return
-    ldd = subprocess.run(["ldd", ft.fhashd_path()], capture_output=True, text=True).stdout
-    if "libasan" in ldd or "libtsan" in ldd:
+    if sanitized():
         # The sanitizers replace malloc themselves; an LD_PRELOAD malloc cannot sit under them.
         ft.log("skip oom: fhashd is built with a sanitizer that owns malloc")
         return
@@ -905,7 +910,13 @@ def main():
                 t0 = time.monotonic()
                 fn(bus, tmp)
                 ft.log(f"-- {name}: {time.monotonic() - t0:.1f} s")
-    if not only or "never-reads" in only:
+    if (not only or "never-reads" in only) and sanitized():
+        # A load test: 18 MB of signals on a bus that queues 1 MB per connection, with a deadline for
+        # serving another client meanwhile. A sanitizer build of fhashd is several times slower, so
+        # its own queue overflows and the deadline says nothing about fhashd; the normal build runs
+        # this part, and ASan still checks everything else here for memory errors.
+        ft.log("skip never-reads: a timing test; it runs in the non-sanitizer build")
+    elif not only or "never-reads" in only:
         t0 = time.monotonic()
         test_never_reads(None)
         ft.log(f"-- never-reads: {time.monotonic() - t0:.1f} s")
