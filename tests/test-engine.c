@@ -704,7 +704,7 @@ static void test_empty_job_and_bad_args(void **state)
         collector_done(&c);
         engine_free(e);
 
-        EngineConfig bad = { .buffers = 5000 };
+        EngineConfig bad = { .buffers = ENGINE_MAX_BUFFERS + 1 };
         assert_int_equal(engine_new(&bad, &e), -EINVAL);
         bad = (EngineConfig){ .io_mode = 17 };
         assert_int_equal(engine_new(&bad, &e), -EINVAL);

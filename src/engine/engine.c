@@ -17,7 +17,6 @@
 #define DEFAULT_BUFFER_SIZE (1u << 20)
 #define DEFAULT_BUFFERS 16
 #define DEFAULT_MAX_OPEN 64
-#define MAX_BUFFER_SIZE (64u << 20)
 #define ENGINE_DISPATCH_MAX 256  /* events delivered per engine_dispatch() call */
 
 /* Completion tags: a pointer with the operation in its low 3 bits (slots and buffers are 8-aligned). */
@@ -1006,7 +1005,8 @@ int engine_new(const EngineConfig *config, Engine **ret)
 
         if (cfg.io_mode < 0 || cfg.io_mode >= _ENGINE_IO_MODE_MAX)
                 return -EINVAL;
-        if (cfg.buffer_size > MAX_BUFFER_SIZE || cfg.workers > 1024 || cfg.buffers > 4096 || cfg.max_open > 4096)
+        if (cfg.buffer_size > ENGINE_MAX_BUFFER_SIZE || cfg.workers > ENGINE_MAX_WORKERS ||
+            cfg.buffers > ENGINE_MAX_BUFFERS || cfg.max_open > ENGINE_MAX_OPEN)
                 return -EINVAL;
 
         k = hash_global_init();

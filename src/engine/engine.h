@@ -34,6 +34,14 @@ typedef enum EngineIoMode {
 const char *engine_io_mode_to_string(EngineIoMode m);
 EngineIoMode engine_io_mode_from_string(const char *s);
 
+/* The largest configuration engine_new() accepts; fhashd.conf checks the same ranges, so a value
+ * the file accepts never fails at start. 16384 is the kernel's cap on registered buffers
+ * (IORING_MAX_REG_BUFFERS); a slot above 256 MiB only wastes locked memory. */
+#define ENGINE_MAX_WORKERS 1024u
+#define ENGINE_MAX_BUFFER_SIZE (UINT64_C(256) << 20)
+#define ENGINE_MAX_BUFFERS 16384u
+#define ENGINE_MAX_OPEN 65536u
+
 typedef struct EngineConfig {
         unsigned workers;      /* hashing threads; 0 = one per online CPU */
         size_t buffer_size;    /* bytes per pool slot; 0 = 1 MiB; rounded up to 4 KiB */

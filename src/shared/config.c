@@ -27,13 +27,13 @@ typedef struct ConfigKey {
 
 #define KEY(n, t, field, lo, hi) { n, t, offsetof(FhashConfig, field), lo, hi }
 
-/* Ranges keep a typo from starving or exhausting the machine: 16384 is the kernel's cap on registered
- * buffers (IORING_MAX_REG_BUFFERS), a slot above 256 MiB only wastes locked memory. */
+/* Ranges keep a typo from starving or exhausting the machine; the engine's are its own limits
+ * (engine.h), so whatever the file accepts, engine_new() accepts too. */
 static const ConfigKey config_keys[] = {
-        KEY("Workers", CONFIG_UNSIGNED, workers, 0, 1024),
-        KEY("BufferSize", CONFIG_SIZE, buffer_size, 4096, UINT64_C(256) << 20),
-        KEY("Buffers", CONFIG_UNSIGNED, buffers, 0, 16384),
-        KEY("MaxOpenFiles", CONFIG_UNSIGNED, max_open_files, 1, 65536),
+        KEY("Workers", CONFIG_UNSIGNED, workers, 0, ENGINE_MAX_WORKERS),
+        KEY("BufferSize", CONFIG_SIZE, buffer_size, 4096, ENGINE_MAX_BUFFER_SIZE),
+        KEY("Buffers", CONFIG_UNSIGNED, buffers, 0, ENGINE_MAX_BUFFERS),
+        KEY("MaxOpenFiles", CONFIG_UNSIGNED, max_open_files, 1, ENGINE_MAX_OPEN),
         KEY("IdleExitSec", CONFIG_UNSIGNED, idle_exit_sec, 0, UINT_MAX),
         KEY("KeepFinishedSec", CONFIG_UNSIGNED, keep_finished_sec, 0, UINT_MAX),
         KEY("MaxPathsPerCall", CONFIG_UNSIGNED, max_paths_per_call, 1, 10000000),
@@ -42,15 +42,6 @@ static const ConfigKey config_keys[] = {
         KEY("MaxBytesInFlightPerUID", CONFIG_SIZE, max_bytes_in_flight_per_uid, 0, UINT64_MAX),
         KEY("MaxFileSize", CONFIG_SIZE, max_file_size, 0, UINT64_MAX),
         KEY("IOMode", CONFIG_IO_MODE, io_mode, 0, 0),
-};
-
-/* The engine owns these names (engine_io_mode_to_string()); repeated here so that parsing a
- * configuration does not pull the engine's object code into every user of this module. */
-static const char *const io_mode_names[_ENGINE_IO_MODE_MAX] = {
-        [ENGINE_IO_AUTO] = "auto",
-        [ENGINE_IO_URING_REGISTERED] = "uring-registered",
-        [ENGINE_IO_URING] = "uring",
-        [ENGINE_IO_PREAD] = "pread",
 };
 
 void config_init_defaults(FhashConfig *c)
@@ -202,15 +193,15 @@ static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *
                 memcpy(field, &v, sizeof(v));
                 return 0;
 
-        case CONFIG_IO_MODE:
-                for (int m = 0; m < _ENGINE_IO_MODE_MAX; m++)
-                        if (streq(io_mode_names[m], value)) {
-                                EngineIoMode e = (EngineIoMode)m;
-                                memcpy(field, &e, sizeof(e));
-                                return 0;
-                        }
-                *ret_reason = "invalid I/O mode (auto, uring-registered, uring, pread)";
-                return -EINVAL;
+        case CONFIG_IO_MODE: {
+                EngineIoMode m = engine_io_mode_from_string(value);
+                if (m < 0) {
+                        *ret_reason = "invalid I/O mode (auto, uring-registered, uring, pread)";
+                        return -EINVAL;
+                }
+                memcpy(field, &m, sizeof(m));
+                return 0;
+        }
         }
         *ret_reason = "internal error";
         return -EINVAL;
