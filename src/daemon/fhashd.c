@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +27,7 @@ static void help(void)
                "  --config PATH            Read only this file (default: " FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE "\n"
                "                           and its .d/*.conf drop-ins); options below override it\n"
                "  --workers N              Hashing threads (0 = one per CPU)\n"
-               "  --buffer-size BYTES      Bytes per buffer (K, M suffixes)\n"
+               "  --buffer-size BYTES      Bytes per buffer (K, M, G suffixes)\n"
                "  --buffers N              Buffers in the pool\n"
                "  --io-mode MODE           auto, uring-registered, uring or pread\n"
                "  --idle-exit SECONDS      Exit after this long without jobs or clients (0 = never,\n"
@@ -42,50 +41,9 @@ static void help(void)
                "  --version                Show the version\n");
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
-{
-        unsigned long long v;
-        char *end;
-
-        errno = 0;
-        if (!s[0] || s[0] == '-')
-                return -EINVAL;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s)
-                return -EINVAL;
-        switch (*end) {
-        case 'K':
-        case 'k':
-                v = v > UINT64_MAX / 1024 ? UINT64_MAX : v * 1024;
-                end++;
-                break;
-        case 'M':
-                v = v > UINT64_MAX / (1024ULL * 1024) ? UINT64_MAX : v * 1024 * 1024;
-                end++;
-                break;
-        default:
-                break;
-        }
-        if (*end != '\0' || v > max)
-                return -ERANGE;
-        *ret = v;
-        return 0;
-}
-
-static int parse_seconds(const char *s, uint64_t *ret_usec)
-{
-        double d;
-        char *end;
-
-        errno = 0;
-        d = strtod(s, &end);
-        if (errno != 0 || end == s || *end != '\0' || !isfinite(d) || d < 0 || d > 1e9)
-                return -EINVAL;
-        *ret_usec = (uint64_t)(d * 1e6);
-        return 0;
-}
-
-static int parse_argv(int argc, char *argv[], ManagerConfig *c)
+/* Options with a key in fhashd.conf are set through it: one parser, one set of ranges and messages
+ * for the file and the command line. The rest (bus, logging) go straight into *c. */
+static int parse_argv(int argc, char *argv[], FhashConfig *fc, ManagerConfig *c)
 {
         enum {
                 ARG_SYSTEM = 0x100,
@@ -127,7 +85,6 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
         };
         bool bus_chosen = false;
         /* Defined even when parse_u64() fails: the cases below store it before r is checked. */
-        uint64_t v = 0;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -156,45 +113,33 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
                         bus_chosen = true;
                         break;
                 case ARG_WORKERS:
-                        r = parse_u64(optarg, 1024, &v);
-                        c->engine.workers = (unsigned)v;
-                        break;
                 case ARG_BUFFER_SIZE:
-                        r = parse_u64(optarg, 256ULL * 1024 * 1024, &v);
-                        c->engine.buffer_size = (size_t)v;
-                        break;
                 case ARG_BUFFERS:
-                        r = parse_u64(optarg, 65536, &v);
-                        c->engine.buffers = (unsigned)v;
-                        break;
-                case ARG_IO_MODE: {
-                        EngineIoMode mode = engine_io_mode_from_string(optarg);
+                case ARG_IO_MODE:
+                case ARG_IDLE_EXIT:
+                case ARG_KEEP_FINISHED:
+                case ARG_MAX_PATHS:
+                case ARG_MAX_JOBS_PER_UID:
+                case ARG_MAX_FILES_PER_UID: {
+                        static const char *const keys[] = {
+                                [ARG_WORKERS - ARG_WORKERS] = "Workers",
+                                [ARG_BUFFER_SIZE - ARG_WORKERS] = "BufferSize",
+                                [ARG_BUFFERS - ARG_WORKERS] = "Buffers",
+                                [ARG_IO_MODE - ARG_WORKERS] = "IOMode",
+                                [ARG_IDLE_EXIT - ARG_WORKERS] = "IdleExitSec",
+                                [ARG_KEEP_FINISHED - ARG_WORKERS] = "KeepFinishedSec",
+                                [ARG_MAX_PATHS - ARG_WORKERS] = "MaxPathsPerCall",
+                                [ARG_MAX_JOBS_PER_UID - ARG_WORKERS] = "MaxJobsPerUID",
+                                [ARG_MAX_FILES_PER_UID - ARG_WORKERS] = "MaxQueuedFilesPerUID",
+                        };
+                        _cleanup_free_ char *err = NULL;
 
-                        if (mode < 0)
-                                r = -EINVAL;
-                        else
-                                c->engine.io_mode = mode;
+                        if (config_set(fc, keys[opt - ARG_WORKERS], optarg, &err) < 0) {
+                                log_error("--%s: %s", options[opt - ARG_SYSTEM].name, err);
+                                return -EINVAL;
+                        }
                         break;
                 }
-                case ARG_IDLE_EXIT:
-                        r = parse_seconds(optarg, &c->idle_exit_usec);
-                        break;
-                case ARG_KEEP_FINISHED:
-                        r = parse_seconds(optarg, &c->keep_finished_usec);
-                        break;
-                case ARG_MAX_PATHS:
-                        r = parse_u64(optarg, UINT32_MAX, &v);
-                        if (r >= 0 && v == 0)
-                                r = -ERANGE;
-                        c->max_paths = (uint32_t)v;
-                        break;
-                case ARG_MAX_JOBS_PER_UID:
-                        r = parse_u64(optarg, UINT32_MAX, &v);
-                        c->max_jobs_per_uid = (uint32_t)v;
-                        break;
-                case ARG_MAX_FILES_PER_UID:
-                        r = parse_u64(optarg, UINT64_MAX, &c->max_files_per_uid);
-                        break;
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
                         if (r >= 0)
@@ -229,9 +174,8 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *c)
 }
 
 /* The configuration file comes first; command-line options then override what it says. */
-static int load_config(int argc, char *argv[], ManagerConfig *c)
+static int load_config(int argc, char *argv[], FhashConfig *fc)
 {
-        FhashConfig fc = FHASH_CONFIG_DEFAULTS;
         _cleanup_free_ char *err = NULL;
         const char *path = NULL;
         int r;
@@ -246,42 +190,49 @@ static int load_config(int argc, char *argv[], ManagerConfig *c)
         }
 
         if (path) {
-                r = config_load_file(&fc, path, &err);
+                r = config_load_file(fc, path, &err);
                 if (r == 0) {
                         log_error("%s: No such file or directory", path);
                         return -ENOENT;
                 }
         } else
-                r = config_load(&fc, FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE,
+                r = config_load(fc, FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE,
                                 FHASH_SYSCONFDIR "/" FHASH_CONFIG_DROPIN_DIR, &err);
         if (r < 0) {
                 log_error("%s", err ? err : "Failed to read the configuration.");
                 return r;
         }
 
-        config_to_engine_config(&fc, &c->engine);
-        c->max_paths = fc.max_paths_per_call;
-        c->keep_finished_usec = (uint64_t)fc.keep_finished_sec * 1000000u;
-        c->idle_exit_usec = (uint64_t)fc.idle_exit_sec * 1000000u;
-        c->max_jobs_per_uid = fc.max_jobs_per_uid;
-        c->max_files_per_uid = fc.max_queued_files_per_uid;
-        c->max_file_size = fc.max_file_size;
         return 0;
+}
+
+/* What the file and the command line settled on, in the manager's terms. */
+static void apply_config(const FhashConfig *fc, ManagerConfig *c)
+{
+        config_to_engine_config(fc, &c->engine);
+        c->max_paths = fc->max_paths_per_call;
+        c->keep_finished_usec = (uint64_t)fc->keep_finished_sec * 1000000u;
+        c->idle_exit_usec = (uint64_t)fc->idle_exit_sec * 1000000u;
+        c->max_jobs_per_uid = fc->max_jobs_per_uid;
+        c->max_files_per_uid = fc->max_queued_files_per_uid;
+        c->max_file_size = fc->max_file_size;
 }
 
 int main(int argc, char *argv[])
 {
         _cleanup_(manager_freep) Manager *m = NULL;
         ManagerConfig config = MANAGER_CONFIG_DEFAULT;
+        FhashConfig fc = FHASH_CONFIG_DEFAULTS;
         sigset_t mask;
         int r;
 
-        r = load_config(argc, argv, &config);
+        r = load_config(argc, argv, &fc);
         if (r < 0)
                 return 2;
-        r = parse_argv(argc, argv, &config);
+        r = parse_argv(argc, argv, &fc, &config);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
+        apply_config(&fc, &config);
 
         /* Blocked before the engine starts its threads, so they inherit the mask and the signals
          * reach only the loop's signalfd. */

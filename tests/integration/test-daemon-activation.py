@@ -10,7 +10,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fhashtest as ft  # noqa: E402
 
-IDLE = 1.0
+IDLE = 1  # whole seconds, as IdleExitSec in fhashd.conf
 
 
 def main():
