@@ -320,6 +320,23 @@ static void file_set_error(FileSlot *f, EngineFileStatus st, int error)
         f->error = error;
 }
 
+/* A failed or cancelled file's FIFO: buffers whose read has come back (complete or not) are not
+ * wanted any more and go back to the pool; those still in flight stay until their completion. */
+static void file_drop_idle_buffers(Engine *e, FileSlot *f)
+{
+        f->fifo_tail = NULL;
+        for (Buffer **p = &f->fifo_head; *p;) {
+                Buffer *b = *p;
+                if (!b->in_flight) {
+                        *p = b->next;
+                        buffer_put(e, b);
+                } else {
+                        f->fifo_tail = b;
+                        p = &b->next;
+                }
+        }
+}
+
 /* Stops a file: no more reads, in-flight operations cancelled, the worker told to drop it. */
 static void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
 {
@@ -331,18 +348,7 @@ static void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
         f->state = FILE_DRAINING;
         f->eof = true;
 
-        /* Buffers that finished reading but were not handed out go straight back to the pool. */
-        for (Buffer **p = &f->fifo_head; *p;) {
-                Buffer *b = *p;
-                if (!b->in_flight) {
-                        *p = b->next;
-                        buffer_put(e, b);
-                } else
-                        p = &b->next;
-        }
-        f->fifo_tail = NULL;
-        for (Buffer *b = f->fifo_head; b; b = b->next)
-                f->fifo_tail = b;
+        file_drop_idle_buffers(e, f);
 
         if (f->worker_started && !f->worker_closed)
                 send_work(e, f, NULL, 0, WORK_ABORT);
@@ -382,7 +388,7 @@ static void file_finish_io(Engine *e, FileSlot *f)
                         f->stat_after_ok = file_stat(f->fd, &f->stx_after) >= 0;
                         file_check_change(f);
                 }
-                ioring_close(e->ring, f->fd, false, TAG(f, OP_CLOSE));
+                ioring_close(e->ring, f->fd, TAG(f, OP_CLOSE));
                 f->ops++;
                 f->fd = -EBADF;
                 return;
@@ -665,15 +671,7 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                 if (f->state != FILE_READING) {
                         /* Draining after an error or cancel: the buffer is not wanted any more. */
                         f->reads_in_flight--;
-                        for (Buffer **p = &f->fifo_head; *p; p = &(*p)->next)
-                                if (*p == b) {
-                                        *p = b->next;
-                                        break;
-                                }
-                        f->fifo_tail = NULL;
-                        for (Buffer *x = f->fifo_head; x; x = x->next)
-                                f->fifo_tail = x;
-                        buffer_put(e, b);
+                        file_drop_idle_buffers(e, f);
                         file_finish_io(e, f);
                         return;
                 }

@@ -22,8 +22,6 @@ struct IoRing {
         int wake_fd;
         uint64_t wake_buf;
         unsigned in_flight;       /* prepared or submitted, not reaped (wake read excluded) */
-        bool link_next;           /* the next SQE gets IOSQE_IO_HARDLINK from the previous */
-        struct io_uring_sqe *last_sqe;
 
         /* Synchronous backend: completions of operations already run. */
         IoCompletion *done;
@@ -125,15 +123,9 @@ static struct io_uring_sqe *get_sqe(IoRing *r)
 {
         struct io_uring_sqe *sqe;
 
-        while (!(sqe = io_uring_get_sqe(&r->ring))) {
-                /* The SQ ring is full: hand it to the kernel and retry. A hard-link chain that
-                 * would straddle this flush is still submitted in order, which is all we need. */
+        /* The SQ ring is full: hand it to the kernel and retry. */
+        while (!(sqe = io_uring_get_sqe(&r->ring)))
                 (void)io_uring_submit(&r->ring);
-        }
-        if (r->link_next && r->last_sqe)
-                r->last_sqe->flags |= IOSQE_IO_HARDLINK;
-        r->link_next = false;
-        r->last_sqe = sqe;
         r->in_flight++;
         return sqe;
 }
@@ -161,19 +153,6 @@ void ioring_openat(IoRing *r, const char *path, int flags, uint64_t tag)
                 return;
         }
         sync_complete(r, tag, RET_NERRNO(openat(AT_FDCWD, path, flags)));
-}
-
-void ioring_statx(IoRing *r, int fd, const char *path, int flags, struct statx *stx, uint64_t tag)
-{
-        unsigned mask = STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO;
-
-        if (r->uring) {
-                struct io_uring_sqe *sqe = get_sqe(r);
-                io_uring_prep_statx(sqe, fd >= 0 ? fd : AT_FDCWD, path, flags, mask, stx);
-                io_uring_sqe_set_data64(sqe, tag);
-                return;
-        }
-        sync_complete(r, tag, RET_NERRNO(statx(fd >= 0 ? fd : AT_FDCWD, path, flags, mask, stx)));
 }
 
 void ioring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags,
@@ -211,10 +190,9 @@ void ioring_fadvise(IoRing *r, int fd, uint64_t off, uint64_t len, int advice, u
         sync_complete(r, tag, -posix_fadvise(fd, (off_t)off, (off_t)len, advice));
 }
 
-void ioring_close(IoRing *r, int fd, bool hard_link, uint64_t tag)
+void ioring_close(IoRing *r, int fd, uint64_t tag)
 {
         if (r->uring) {
-                r->link_next = hard_link;
                 struct io_uring_sqe *sqe = get_sqe(r);
                 io_uring_prep_close(sqe, fd);
                 io_uring_sqe_set_data64(sqe, tag);
@@ -262,7 +240,6 @@ int ioring_submit(IoRing *r, bool wait)
                 return 0;
         }
 
-        r->last_sqe = NULL;
         if (wait && io_uring_cq_ready(&r->ring) == 0)
                 k = io_uring_submit_and_wait(&r->ring, 1);
         else
@@ -308,7 +285,6 @@ unsigned ioring_reap(IoRing *r, IoCompletion *out, unsigned max)
                         (void)io_uring_submit(&r->ring);
                 io_uring_prep_read(sqe, r->wake_fd, &r->wake_buf, sizeof(r->wake_buf), 0);
                 io_uring_sqe_set_data64(sqe, WAKE_TAG);
-                r->last_sqe = NULL;
         }
         return n;
 }

@@ -36,14 +36,11 @@ EngineIoMode ioring_get_mode(IoRing *r);
 
 /* Preparation never fails for lack of space: a full submission queue is flushed first. */
 void ioring_openat(IoRing *r, const char *path, int flags, uint64_t tag);
-/* fd >= 0 with path "" and AT_EMPTY_PATH stats an open file; else path relative to AT_FDCWD. */
-void ioring_statx(IoRing *r, int fd, const char *path, int flags, struct statx *stx, uint64_t tag);
 /* off < 0 reads at the file position (streams). buf_index < 0: buffer not registered. */
 void ioring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags,
                  uint64_t tag);
 void ioring_fadvise(IoRing *r, int fd, uint64_t off, uint64_t len, int advice, uint64_t tag);
-/* hard_link: run after the previous operation whatever its result (statx then close). */
-void ioring_close(IoRing *r, int fd, bool hard_link, uint64_t tag);
+void ioring_close(IoRing *r, int fd, uint64_t tag);
 /* Cancels every operation on fd (no-op for the synchronous backend: nothing is ever in flight). */
 void ioring_cancel_fd(IoRing *r, int fd, uint64_t tag);
 /* Cancels the operation with tag target. */
