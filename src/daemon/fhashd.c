@@ -121,8 +121,9 @@ static int parse_argv(int argc, char *argv[], FhashConfig *fc, ManagerConfig *c)
                 case ARG_MAX_PATHS:
                 case ARG_MAX_JOBS_PER_UID:
                 case ARG_MAX_FILES_PER_UID: {
+                        /* Indexed from ARG_WORKERS, the first of these options. */
                         static const char *const keys[] = {
-                                [ARG_WORKERS - ARG_WORKERS] = "Workers",
+                                [0] = "Workers",
                                 [ARG_BUFFER_SIZE - ARG_WORKERS] = "BufferSize",
                                 [ARG_BUFFERS - ARG_WORKERS] = "Buffers",
                                 [ARG_IO_MODE - ARG_WORKERS] = "IOMode",
