@@ -19,6 +19,8 @@
 #define FHASH_ERROR_CANCELLED FHASH_ERROR_PREFIX "Cancelled"
 #define FHASH_ERROR_BUSY FHASH_ERROR_PREFIX "Busy"
 #define FHASH_ERROR_TOO_LARGE FHASH_ERROR_PREFIX "TooLarge"
+/* AddFds() on a job that takes no more inputs: closed, finished or cancelled. */
+#define FHASH_ERROR_JOB_CLOSED FHASH_ERROR_PREFIX "JobClosed"
 
 /* The system bus lets a message carry at most 16 fds. */
 #define FHASH_MAX_FDS_PER_CALL 16

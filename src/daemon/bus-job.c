@@ -16,8 +16,10 @@
  * Access: a job, its results, its names and even its progress belong to the uid that created it.
  * Every call on a job object (Cancel, GetResults, Properties.Get/GetAll, Introspect) by another
  * uid than the owner's, except root, is refused with AccessDenied in job_find() below, before any
- * handler or property getter runs. The node enumerator lists only the caller's own jobs. Signals go
- * only to the connection that created the job.
+ * handler or property getter runs. AddFds and Close are narrower still: only the connection that
+ * created the job, since the results of what it adds go to that connection alone. The node
+ * enumerator lists only the caller's own jobs. Signals go only to the connection that created the
+ * job.
  */
 
 static int job_from_path(Manager *m, const char *path, Job **ret)
@@ -122,6 +124,167 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+/* AddFds and Close: the owner's connection only, not even root (the results go to the owner). */
+static int check_owner_connection(Job *j, sd_bus_message *msg, sd_bus_error *error)
+{
+        if (!streq_ptr(sd_bus_message_get_sender(msg), j->owner))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Only the connection that created job %" PRIu64 " may add to or close it.",
+                                         j->id);
+        return 0;
+}
+
+static int job_closed_error(Job *j, sd_bus_error *error)
+{
+        return sd_bus_error_setf(error, FHASH_ERROR_JOB_CLOSED, "Job %" PRIu64 " takes no more inputs: it is %s.",
+                                 j->id,
+                                 job_is_finished(j) ? job_state_to_string(j->state)
+                                 : j->cancelled     ? "cancelled"
+                                                    : "closed");
+}
+
+int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, const HashOptions *o)
+{
+        int r;
+
+        for (size_t k = 0; k < n; k++) {
+                size_t i = (size_t)first + k;
+
+                r = 0;
+                if (o->names)
+                        r = job_set_name(j, i, o->names[k]);
+                else if (inputs[k].path)
+                        r = job_set_name(j, i, inputs[k].path);
+                if (r < 0)
+                        return r;
+                if (o->expected && o->expected[k][0]) {
+                        r = job_set_expected(j, i, o->expected[k]);
+                        if (r < 0)
+                                return r;
+                }
+                if (inputs[k].error_name)
+                        r = job_fail_input(j, i, inputs[k].error_name, inputs[k].error_message);
+                else if (inputs[k].fd >= 0) {
+                        r = job_add_fd(j, i, inputs[k].fd);
+                        if (r >= 0)
+                                inputs[k].fd = -EBADF;  /* the engine owns it now */
+                } else
+                        r = job_add_path(j, i, inputs[k].path);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Job *j = userdata;
+        Manager *m = j->manager;
+        HashOptions o = {};
+        HashInput *inputs = NULL;
+        int raw[FHASH_MAX_FDS_PER_CALL];
+        uint32_t jobs, first = 0;
+        uint64_t files;
+        size_t n = 0;
+        bool begun = false;
+        int r;
+
+        r = check_owner_connection(j, msg, error);
+        if (r < 0)
+                return r;
+        r = bus_read_fds(msg, raw, &n, error);
+        if (r < 0)
+                return r;
+        r = bus_read_hash_options(msg, n, j->algo, HASH_OPTIONS_ADD_FDS, &o, error);
+        if (r < 0)
+                return r;
+
+        if (!job_is_open(j)) {
+                r = job_closed_error(j, error);
+                goto finish;
+        }
+        if (m->shutting_down) {
+                r = sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
+                goto finish;
+        }
+        /* The per-uid file quota counts added files like any others; the job itself is counted
+         * already, so the job quota does not apply. */
+        manager_uid_usage(m, j->uid, &jobs, &files);
+        if (m->config.max_files_per_uid > 0 && files + n > m->config.max_files_per_uid) {
+                r = sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                      "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
+                                      (unsigned)j->uid, files, n, m->config.max_files_per_uid);
+                goto finish;
+        }
+
+        inputs = calloc(n, sizeof(HashInput));
+        if (!inputs) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < n; i++)
+                inputs[i].fd = -EBADF;
+        for (size_t i = 0; i < n; i++) {
+                r = bus_check_fd(&inputs[i], i, raw[i], j->allow_streams, error);
+                if (r < 0)
+                        goto finish;
+        }
+
+        r = job_begin_inputs(j, n, &first);
+        if (r == -E2BIG) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                      "Job %" PRIu64 " has %" PRIu32 " inputs; a job holds at most %" PRIu32 ".",
+                                      j->id, j->n_inputs, JOB_INPUTS_MAX);
+                goto finish;
+        }
+        if (r < 0)
+                goto finish;
+        begun = true;
+        r = bus_job_fill_inputs(j, first, inputs, n, &o);
+        if (r < 0)
+                goto finish;
+        /* The reply is made before the inputs are committed: once the engine has them, nothing may
+         * fail any more. */
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "u", first);
+        if (r < 0)
+                goto finish;
+        r = job_commit_inputs(j, o.more);
+        if (r < 0)
+                goto finish;
+        begun = false;
+
+        log_debug("Job %" PRIu64 ": %zu more inputs from index %" PRIu32 "%s.", j->id, n, first,
+                  o.more ? "" : ", closed");
+        r = sd_bus_send(NULL, reply, NULL);
+finish:
+        if (begun)
+                job_abort_inputs(j);
+        hash_inputs_free(inputs, n);
+        hash_options_done(&o);
+        return r;
+}
+
+static int method_close(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Job *j = userdata;
+        int r;
+
+        r = check_owner_connection(j, msg, error);
+        if (r < 0)
+                return r;
+        /* Closing a closed or finished job is a no-op, as Cancel() of a finished one is. */
+        if (job_is_open(j)) {
+                r = job_commit_inputs(j, false);
+                if (r < 0)
+                        return r;
+                log_debug("Job %" PRIu64 " closed by its owner.", j->id);
+        }
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 int bus_job_append_result(sd_bus_message *reply, Job *j, size_t i)
 {
         const JobResult *res = &j->results[i];
@@ -155,7 +318,8 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Algorithm", "s", property_get_algorithm, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("FilesTotal", "u", NULL, offsetof(Job, n_inputs), SD_BUS_VTABLE_PROPERTY_CONST),
+        /* Grows while the job is open (AddFds). */
+        SD_BUS_PROPERTY("FilesTotal", "u", NULL, offsetof(Job, n_inputs), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("FilesDone", "u", NULL, offsetof(Job, files_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("BytesTotal", "t", NULL, offsetof(Job, bytes_total), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("BytesDone", "t", NULL, offsetof(Job, bytes_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -167,6 +331,10 @@ static const sd_bus_vtable job_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetResults", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ustss)", results),
                                 method_get_results, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AddFds", SD_BUS_ARGS("ah", fds, "a{sv}", options),
+                                SD_BUS_RESULT("u", first_index), method_add_fds, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Close", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_close,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
@@ -252,9 +420,10 @@ int bus_job_emit_properties_changed(Job *j, bool state, bool progress)
         if (r >= 0 && state)
                 r = sd_bus_message_append(msg, "{sv}", "State", "s", job_state_to_string(j->state));
         if (r >= 0 && progress)
-                r = sd_bus_message_append(msg, "{sv}{sv}{sv}{sv}{sv}", "FilesDone", "u", j->files_done,
-                                          "BytesTotal", "t", j->bytes_total, "BytesDone", "t", j->bytes_done,
-                                          "Rate", "t", j->rate, "Progress", "d", j->progress);
+                r = sd_bus_message_append(msg, "{sv}{sv}{sv}{sv}{sv}{sv}", "FilesTotal", "u", j->n_inputs,
+                                          "FilesDone", "u", j->files_done, "BytesTotal", "t", j->bytes_total,
+                                          "BytesDone", "t", j->bytes_done, "Rate", "t", j->rate, "Progress", "d",
+                                          j->progress);
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* bus-manager.c: org.fhash.Hasher1.Manager on /org/fhash/Hasher1: HashFds, HashPaths, ListJobs */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bus-job.h"
 #include "bus-manager.h"
@@ -16,21 +14,6 @@
 #include "fhash/fhash.h"
 #include "log.h"
 #include "manager.h"
-
-/* One input of a Hash call, checked before any job exists. */
-typedef struct Input {
-        int fd;                  /* HashFds: our own dup, -EBADF otherwise or when refused */
-        const char *path;        /* HashPaths: points into the message */
-        const char *error_name;  /* set if the input fails up front */
-        const char *error_message;
-} Input;
-
-static void inputs_free(Input *inputs, size_t n)
-{
-        for (size_t i = 0; inputs && i < n; i++)
-                safe_close(inputs[i].fd);
-        free(inputs);
-}
 
 static int read_algorithm(sd_bus_message *msg, HashAlgo *ret, sd_bus_error *error)
 {
@@ -51,7 +34,7 @@ static int read_algorithm(sd_bus_message *msg, HashAlgo *ret, sd_bus_error *erro
 }
 
 /* Common tail of HashFds and HashPaths: quota, job, reply. Takes the fds of inputs on success. */
-static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo, Input *inputs, size_t n,
+static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo, HashInput *inputs, size_t n,
                       const HashOptions *o, sd_bus_error *error)
 {
         _cleanup_(job_freep) Job *j = NULL;
@@ -59,7 +42,7 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
         EngineJobOptions eo = { .max_file_size = o->max_size ? o->max_size : m->config.max_file_size,
                                 .dontcache = o->dontcache, .regular_only = true };
-        uint32_t jobs;
+        uint32_t jobs, first;
         uint64_t files;
         int r;
 
@@ -76,41 +59,21 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                                          "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
                                          (unsigned)uid, files, n, m->config.max_files_per_uid);
 
-        r = job_new(m, sd_bus_message_get_sender(msg), uid, algo, n, &eo, &j);
+        r = job_new(m, sd_bus_message_get_sender(msg), uid, algo, &eo, o->max_size > 0, o->more, &j);
         if (r < 0)
                 return r;
-
-        for (size_t i = 0; i < n; i++) {
-                r = 0;
-                if (o->names)
-                        r = job_set_name(j, i, o->names[i]);
-                else if (inputs[i].path)
-                        r = job_set_name(j, i, inputs[i].path);
-                if (r < 0)
-                        return r;
-                if (o->expected && o->expected[i][0]) {
-                        r = job_set_expected(j, i, o->expected[i]);
-                        if (r < 0)
-                                return r;
-                }
-                if (inputs[i].error_name)
-                        r = job_fail_input(j, i, inputs[i].error_name, inputs[i].error_message);
-                else if (inputs[i].fd >= 0) {
-                        r = job_add_fd(j, i, inputs[i].fd);
-                        if (r >= 0)
-                                inputs[i].fd = -EBADF;  /* the engine owns it now */
-                } else
-                        r = job_add_path(j, i, inputs[i].path);
-                if (r < 0)
-                        return r;
-        }
-
+        r = job_begin_inputs(j, n, &first);
+        if (r < 0)
+                return r;
+        r = bus_job_fill_inputs(j, first, inputs, n, o);
+        if (r < 0)
+                return r;
         r = job_start(j);
         if (r < 0)
                 return r;
 
-        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u).", j->id, n, hash_algo_to_string(algo),
-                  j->owner, (unsigned)uid);
+        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u)%s.", j->id, n, hash_algo_to_string(algo),
+                  j->owner, (unsigned)uid, o->more ? ", more to come" : "");
         r = sd_bus_reply_method_return(msg, "o", j->object_path);
         if (r < 0)
                 return r;
@@ -118,91 +81,24 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         return 1;
 }
 
-/* Checks one passed fd. Access-mode mistakes are the caller's bug and fail the call; the kind of
- * file is a per-file outcome (NotRegular), so one directory does not sink a batch. */
-static int check_fd(Input *in, size_t i, int fd, const HashOptions *o, sd_bus_error *error)
-{
-        struct stat st;
-        int flags;
-
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not a usable fd: %m", i);
-        if (flags & O_PATH)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "fds[%zu]: an O_PATH fd cannot be read", i);
-        if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
-        if (fstat(fd, &st) < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
-
-        if (S_ISDIR(st.st_mode)) {
-                in->error_name = FHASH_ERROR_NOT_REGULAR;
-                in->error_message = "is a directory";
-                return 0;
-        }
-        if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
-                /* A stream has no size to stop at: /dev/zero would keep a worker busy forever. */
-                if (o->max_size == 0) {
-                        in->error_name = FHASH_ERROR_NOT_REGULAR;
-                        in->error_message = "pipes and devices are hashed only with the \"max-size\" option";
-                        return 0;
-                }
-        } else if (!S_ISREG(st.st_mode)) {
-                in->error_name = FHASH_ERROR_NOT_REGULAR;
-                in->error_message = S_ISSOCK(st.st_mode) ? "is a socket" : "not a regular file";
-                return 0;
-        }
-
-        /* Our own copy: the message's fd goes away with the message. Never reopened by path: the
-         * caller's open() is the permission check. */
-        in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (in->fd < 0)
-                return -errno;
-        return 0;
-}
-
 static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Manager *m = userdata;
         HashOptions o = {};
-        Input *inputs = NULL;
+        HashInput *inputs = NULL;
         int raw[FHASH_MAX_FDS_PER_CALL];
-        size_t n = 0, extra = 0;
+        size_t n = 0;
         HashAlgo algo = _HASH_ALGO_INVALID;
         uid_t uid;
         int r;
 
-        r = sd_bus_message_enter_container(msg, SD_BUS_TYPE_ARRAY, "h");
+        r = bus_read_fds(msg, raw, &n, error);
         if (r < 0)
                 return r;
-        for (;;) {
-                int fd;
-
-                r = sd_bus_message_read_basic(msg, SD_BUS_TYPE_UNIX_FD, &fd);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
-                if (n < FHASH_MAX_FDS_PER_CALL)
-                        raw[n++] = fd;
-                else
-                        extra++;
-        }
-        r = sd_bus_message_exit_container(msg);
-        if (r < 0)
-                return r;
-        if (n == 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "fds: no file descriptors given");
-        if (extra > 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "fds: %zu file descriptors, at most %d per call", n + extra,
-                                         FHASH_MAX_FDS_PER_CALL);
-
         r = read_algorithm(msg, &algo, error);
         if (r < 0)
                 return r;
-        r = bus_read_hash_options(msg, n, algo, &o, error);
+        r = bus_read_hash_options(msg, n, algo, HASH_OPTIONS_HASH_FDS, &o, error);
         if (r < 0)
                 return r;
 
@@ -212,7 +108,7 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
                 goto finish;
         }
 
-        inputs = calloc(n, sizeof(Input));
+        inputs = calloc(n, sizeof(HashInput));
         if (!inputs) {
                 r = -ENOMEM;
                 goto finish;
@@ -220,14 +116,14 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         for (size_t i = 0; i < n; i++)
                 inputs[i].fd = -EBADF;
         for (size_t i = 0; i < n; i++) {
-                r = check_fd(&inputs[i], i, raw[i], &o, error);
+                r = bus_check_fd(&inputs[i], i, raw[i], o.max_size > 0, error);
                 if (r < 0)
                         goto finish;
         }
 
         r = create_job(m, msg, uid, algo, inputs, n, &o, error);
 finish:
-        inputs_free(inputs, n);
+        hash_inputs_free(inputs, n);
         hash_options_done(&o);
         return r;
 }
@@ -236,7 +132,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
 {
         Manager *m = userdata;
         HashOptions o = {};
-        Input *inputs = NULL;
+        HashInput *inputs = NULL;
         char **paths = NULL;
         size_t n;
         HashAlgo algo = _HASH_ALGO_INVALID;
@@ -281,11 +177,11 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
         r = read_algorithm(msg, &algo, error);
         if (r < 0)
                 goto finish;
-        r = bus_read_hash_options(msg, n, algo, &o, error);
+        r = bus_read_hash_options(msg, n, algo, HASH_OPTIONS_HASH_PATHS, &o, error);
         if (r < 0)
                 goto finish;
 
-        inputs = calloc(n, sizeof(Input));
+        inputs = calloc(n, sizeof(HashInput));
         if (!inputs) {
                 r = -ENOMEM;
                 goto finish;
@@ -296,7 +192,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
         }
         r = create_job(m, msg, uid, algo, inputs, n, &o, error);
 finish:
-        inputs_free(inputs, n);
+        hash_inputs_free(inputs, n);
         hash_options_done(&o);
         strv_free(paths);
         return r;

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* bus-util.c: caller credentials, the a{sv} options of the Hash calls and errno -> error names */
+/* bus-util.c: caller credentials, the inputs and a{sv} options of the Hash calls, errno -> error names */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bus-util.h"
 #include "fhash/fhash.h"
@@ -56,6 +59,32 @@ void hash_options_done(HashOptions *o)
         o->expected = strv_free(o->expected);
         o->max_size = 0;
         o->dontcache = false;
+        o->more = false;
+}
+
+static const struct {
+        const char *key;
+        HashOptionKey bit;
+        const char *type;
+} hash_option_keys[] = {
+        { "names", HASH_OPTION_NAMES, "as" },          { "expected", HASH_OPTION_EXPECTED, "as" },
+        { "max-size", HASH_OPTION_MAX_SIZE, "t" },     { "dontcache", HASH_OPTION_DONTCACHE, "b" },
+        { "more", HASH_OPTION_MORE, "b" },
+};
+
+/* "names, expected, ..." for the keys in allowed, for error messages. */
+static void hash_option_list(unsigned allowed, char *buf, size_t size)
+{
+        size_t l = 0;
+
+        buf[0] = '\0';
+        for (size_t k = 0; k < ELEMENTSOF(hash_option_keys) && l < size; k++)
+                if (allowed & hash_option_keys[k].bit) {
+                        int n = snprintf(buf + l, size - l, "%s%s", l > 0 ? ", " : "", hash_option_keys[k].key);
+                        if (n < 0)
+                                break;
+                        l += (size_t)n;
+                }
 }
 
 /* Reads the variant's value if it has the signature the key needs; InvalidArgs naming the key
@@ -93,12 +122,12 @@ static int read_variant(sd_bus_message *m, const char *key, const char *want, vo
         return sd_bus_message_exit_container(m);
 }
 
-int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, HashOptions *ret,
-                          sd_bus_error *error)
+int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, unsigned allowed,
+                          HashOptions *ret, sd_bus_error *error)
 {
         HashOptions o = {};
         size_t digest_size = hash_algo_digest_size(algo);
-        int dontcache = 0;
+        int dontcache = 0, more = 0;
         int r;
 
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
@@ -106,6 +135,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, Has
                 goto fail;
         for (;;) {
                 const char *key;
+                unsigned bit = 0;
 
                 r = sd_bus_message_enter_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
                 if (r < 0)
@@ -116,21 +146,32 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, Has
                 if (r < 0)
                         goto fail;
 
-                if (streq(key, "names")) {
+                for (size_t k = 0; k < ELEMENTSOF(hash_option_keys); k++)
+                        if (streq(key, hash_option_keys[k].key))
+                                bit = hash_option_keys[k].bit;
+                if (!(bit & allowed)) {
+                        char known[128];
+
+                        hash_option_list(allowed, known, sizeof(known));
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              bit ? "options: \"%.*s\" cannot be given to this call (here: %s)"
+                                                  : "options: unknown option \"%.*s\" (known: %s)",
+                                              bus_echo_len(key, 64), key, known);
+                        goto fail;
+                }
+
+                if (bit == HASH_OPTION_NAMES) {
                         o.names = strv_free(o.names);
                         r = read_variant(m, key, "as", &o.names, error);
-                } else if (streq(key, "expected")) {
+                } else if (bit == HASH_OPTION_EXPECTED) {
                         o.expected = strv_free(o.expected);
                         r = read_variant(m, key, "as", &o.expected, error);
-                } else if (streq(key, "max-size"))
+                } else if (bit == HASH_OPTION_MAX_SIZE)
                         r = read_variant(m, key, "t", &o.max_size, error);
-                else if (streq(key, "dontcache"))
+                else if (bit == HASH_OPTION_DONTCACHE)
                         r = read_variant(m, key, "b", &dontcache, error);
                 else
-                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                              "options: unknown option \"%.*s\" (known: names, expected, "
-                                              "max-size, dontcache)",
-                                              bus_echo_len(key, 64), key);
+                        r = read_variant(m, key, "b", &more, error);
                 if (r < 0)
                         goto fail;
                 r = sd_bus_message_exit_container(m);
@@ -141,6 +182,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, Has
         if (r < 0)
                 goto fail;
         o.dontcache = dontcache;
+        o.more = more;
 
         if (o.names && strv_length(o.names) != n_inputs) {
                 r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
@@ -190,6 +232,7 @@ const sd_bus_error_map fhash_error_map[] = {
         SD_BUS_ERROR_MAP(FHASH_ERROR_CANCELLED, ECANCELED),
         SD_BUS_ERROR_MAP(FHASH_ERROR_BUSY, EBUSY),
         SD_BUS_ERROR_MAP(FHASH_ERROR_TOO_LARGE, EFBIG),
+        SD_BUS_ERROR_MAP(FHASH_ERROR_JOB_CLOSED, EPIPE),
         SD_BUS_ERROR_MAP_END,
 };
 
@@ -226,4 +269,87 @@ const char *fhash_error_from_errno(int error)
         default:
                 return FHASH_ERROR_IO;
         }
+}
+
+void hash_inputs_free(HashInput *inputs, size_t n)
+{
+        for (size_t i = 0; inputs && i < n; i++)
+                safe_close(inputs[i].fd);
+        free(inputs);
+}
+
+int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *error)
+{
+        size_t n = 0, extra = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "h");
+        if (r < 0)
+                return r;
+        for (;;) {
+                int fd;
+
+                r = sd_bus_message_read_basic(m, SD_BUS_TYPE_UNIX_FD, &fd);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (n < FHASH_MAX_FDS_PER_CALL)
+                        ret_fds[n++] = fd;
+                else
+                        extra++;
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "fds: no file descriptors given");
+        if (extra > 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "fds: %zu file descriptors, at most %d per call", n + extra,
+                                         FHASH_MAX_FDS_PER_CALL);
+        *ret_n = n;
+        return 0;
+}
+
+int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_bus_error *error)
+{
+        struct stat st;
+        int flags;
+
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not a usable fd: %m", i);
+        if (flags & O_PATH)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "fds[%zu]: an O_PATH fd cannot be read", i);
+        if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
+        if (fstat(fd, &st) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
+
+        if (S_ISDIR(st.st_mode)) {
+                in->error_name = FHASH_ERROR_NOT_REGULAR;
+                in->error_message = "is a directory";
+                return 0;
+        }
+        if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+                /* A stream has no size to stop at: /dev/zero would keep a worker busy forever. */
+                if (!allow_streams) {
+                        in->error_name = FHASH_ERROR_NOT_REGULAR;
+                        in->error_message = "pipes and devices are hashed only with the \"max-size\" option";
+                        return 0;
+                }
+        } else if (!S_ISREG(st.st_mode)) {
+                in->error_name = FHASH_ERROR_NOT_REGULAR;
+                in->error_message = S_ISSOCK(st.st_mode) ? "is a socket" : "not a regular file";
+                return 0;
+        }
+
+        /* Our own copy: the message's fd goes away with the message. Never reopened by path: the
+         * caller's open() is the permission check. */
+        in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (in->fd < 0)
+                return -errno;
+        return 0;
 }

@@ -45,6 +45,12 @@ typedef struct JobResult {
         char digest[HASH_HEX_MAX];
 } JobResult;
 
+/* The most inputs one job may hold, over all its calls: a job keeps a result per input until it goes
+ * away, and an open job would otherwise grow without end. */
+#define JOB_INPUTS_MAX (UINT32_C(1) << 20)
+
+typedef struct JobPart JobPart;
+
 struct Job {
         Manager *manager;
         Job *next, *prev;    /* Manager.jobs */
@@ -55,17 +61,25 @@ struct Job {
         uid_t uid;           /* its effective uid, from the bus driver */
         HashAlgo algo;
         JobState state;
+        EngineJobOptions engine_options;  /* every part's */
+        bool allow_streams;  /* "max-size" was given: pipes and devices may be read */
 
-        /* Owned: dropping it cancels the engine side without further callbacks. NULL once the
-         * engine has reported the job done, or if no input needed the engine. */
-        EngineJob *engine_job;
+        /* Inputs come in parts: the call that made the job brings the first, each AddFds() one
+         * more. A part is one EngineJob, started as soon as its call is accepted (the engine takes
+         * no inputs once a job started). Owned: dropping a part cancels its engine side without
+         * further callbacks. parts lists the parts the engine has not reported done; new_part is the
+         * one the current call is filling (NULL if none of its inputs needs the engine yet). */
+        JobPart *parts;
+        JobPart *new_part;
         bool started;
+        bool open;           /* "more": AddFds() may add inputs; the job does not finish before closed */
+        bool cancelled;      /* Cancel(), owner gone, shutdown, or the engine cancelled a part */
 
-        uint32_t n_inputs;
+        uint32_t n_inputs;   /* FilesTotal: grows with each call */
+        uint32_t n_committed;  /* inputs of accepted calls; n_committed..n_inputs are the current call's */
+        uint32_t n_alloc;
         JobResult *results;  /* n_inputs */
-        char **expected;     /* n_inputs lower-case hex digests or NULL; NULL if no "expected" */
-        size_t *engine_to_input;  /* engine index -> input index */
-        size_t n_engine_inputs;
+        char **expected;     /* n_inputs lower-case hex digests or NULL; NULL if no call had "expected" */
 
         uint32_t files_done, files_ok, files_failed;
 
@@ -77,9 +91,12 @@ struct Job {
         /* Progress as last published through PropertiesChanged. */
         uint64_t bytes_done, bytes_total, rate;
         double progress;
+        uint32_t progress_inputs;  /* n_inputs when progress was computed */
         uint64_t start_usec, end_usec;
+        /* Bytes of the parts the engine has reported done (their EngineJobs are gone). */
+        uint64_t parts_bytes_done, parts_bytes_total;
 
-        sd_event_source *finish_defer;  /* finishes a job whose inputs all failed up front */
+        sd_event_source *finish_defer;  /* finishes a closed job with nothing left for the engine */
         sd_event_source *linger_timer;  /* removes a finished job after --keep-finished */
         Owner *owner_ref;               /* the owner while connected; its disconnect cancels the job */
         bool owner_gone;
@@ -89,12 +106,22 @@ struct Job {
  * the job lingers like any finished one. Called by the owner's track (owner.c). */
 void job_owner_gone(Job *j);
 
-/* Creates a queued job with n_inputs empty inputs and registers it with the manager. */
-int job_new(Manager *m, const char *owner, uid_t uid, HashAlgo algo, size_t n_inputs,
-            const EngineJobOptions *options, Job **ret);
+/* Creates a queued job without inputs and registers it with the manager. open: inputs may be added
+ * by later calls (job_commit_inputs()) until one closes it. */
+int job_new(Manager *m, const char *owner, uid_t uid, HashAlgo algo, const EngineJobOptions *options,
+            bool allow_streams, bool open, Job **ret);
 /* Unregisters and frees; a running engine job is cancelled silently. Takes NULL. */
 Job *job_free(Job *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Job *, job_free);
+
+/*
+ * A call's inputs: job_begin_inputs() makes room for n more, numbered from *ret_first; the setters
+ * below fill them in (i is the job's index, first..first+n-1); then job_start() (the call that made
+ * the job) or job_commit_inputs() (a later one) hands them to the engine, or job_abort_inputs()
+ * drops them again and leaves the job as it was before the call. -E2BIG past JOB_INPUTS_MAX.
+ */
+int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first);
+void job_abort_inputs(Job *j);
 
 /* Sets the label reported for input i (copied). */
 int job_set_name(Job *j, size_t i, const char *name);
@@ -104,13 +131,20 @@ int job_set_expected(Job *j, size_t i, const char *hex);
 int job_add_fd(Job *j, size_t i, int fd);
 /* Input i is an absolute path the engine opens. */
 int job_add_path(Job *j, size_t i, const char *path);
-/* Input i fails before any reading, e.g. a directory fd: error_name is one of FHASH_ERROR_*. */
+/* Input i fails before any reading, e.g. a directory fd: error_name is one of FHASH_ERROR_*. Its
+ * result goes out once the inputs are committed. */
 int job_fail_input(Job *j, size_t i, const char *error_name, const char *message);
 
-/* Starts tracking the owner and hands the inputs to the engine. On failure the job is unchanged
- * and must be freed by the caller. */
+/* Starts tracking the owner and hands the first call's inputs to the engine. On failure the job is
+ * unchanged and must be freed by the caller. */
 int job_start(Job *j);
-/* Cancel(): unfinished files end Cancelled, the owner gets JobFinished "cancelled". */
+/* Hands a later call's inputs to the engine; more = false closes the job. On failure the call's
+ * inputs are still there for job_abort_inputs(). */
+int job_commit_inputs(Job *j, bool more);
+/* Whether a call may still add inputs: started, open, not finished. */
+bool job_is_open(const Job *j);
+/* Cancel(): unfinished files end Cancelled, the job is closed, the owner gets JobFinished
+ * "cancelled". */
 void job_cancel(Job *j);
 
 bool job_is_finished(const Job *j);
