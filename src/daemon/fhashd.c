@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "build-config.h"
 #include "config.h"
@@ -219,6 +220,21 @@ static void apply_config(const FhashConfig *fc, ManagerConfig *c)
         c->max_file_size = fc->max_file_size;
 }
 
+/* Every fd a client passes stays open in fhashd until its file is hashed, and a message whose fds
+ * cannot be received (EMFILE) costs sd-bus the whole bus connection. The usual soft limit of 1024
+ * (a bus-activated or hand-started fhashd inherits it; the unit sets LimitNOFILE=) is a select()-era
+ * default: the loop is epoll, so take what the hard limit allows. */
+static void raise_nofile_limit(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug_errno(errno, "Failed to raise RLIMIT_NOFILE to its hard limit: %m");
+}
+
 int main(int argc, char *argv[])
 {
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -247,6 +263,7 @@ int main(int argc, char *argv[])
 
         /* sd-bus writes with MSG_NOSIGNAL; this covers anything else writing to a dead peer. */
         (void)signal(SIGPIPE, SIG_IGN);
+        raise_nofile_limit();
 
         r = manager_new(&config, &m);
         if (r < 0) {
