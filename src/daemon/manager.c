@@ -378,8 +378,10 @@ int manager_run(Manager *m)
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         /* sd-bus ends the loop with EXIT_FAILURE when the bus goes away (or refuses us, e.g. a
-         * match rule past dbus-daemon's limit): say so, or the log shows only "Exiting.". */
-        if (m->bus && sd_bus_is_open(m->bus) <= 0)
+         * match rule past dbus-daemon's limit): say so, or the log shows only "Exiting.". Our own
+         * exits (SIGTERM, idle) end it with 0, and sd-bus closes the bus on any loop exit, so the
+         * bus being closed alone does not tell. */
+        if (r != 0 && m->bus && sd_bus_is_open(m->bus) <= 0)
                 log_error("Lost the connection to the bus; exiting.");
         return r;
 }
