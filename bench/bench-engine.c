@@ -145,6 +145,8 @@ typedef struct Run {
         char **names;
         size_t n_names;
         int first_error;
+        size_t by_strategy[_ENGINE_READ_MAX];
+        size_t parallel;
 } Run;
 
 static void on_file_done(EngineJob *j, const EngineFileResult *res, void *userdata)
@@ -173,6 +175,10 @@ static void on_file_done(EngineJob *j, const EngineFileResult *res, void *userda
         }
         run->files_ok++;
         run->bytes += res->size;
+        if (res->strategy >= 0 && res->strategy < _ENGINE_READ_MAX)
+                run->by_strategy[res->strategy]++;
+        if (res->parallel)
+                run->parallel++;
         if (run->print_digests) {
                 char hex[HASH_HEX_MAX];
                 hash_to_hex(res->digest, res->digest_size, hex);
@@ -239,11 +245,13 @@ static int run_once(Engine *e, HashAlgo algo, const EngineJobOptions *opts, Path
         gb = (double)run.bytes / 1e9;
         printf("files=%zu bytes=%" PRIu64 " wall_s=%.6f cpu_user_s=%.6f cpu_sys_s=%.6f gbps=%.4f "
                "files_per_s=%.1f cpu_s_per_gb=%.4f failed=%zu algo=%s io_mode=%s workers=%u "
-               "buffer_size=%zu buffers=%u run=%u\n",
+               "buffer_size=%zu buffers=%u run=%u strategy=%s read=%zu mmap=%zu direct=%zu parallel=%zu\n",
                run.files_ok, run.bytes, wall, user, sys, wall > 0 ? gb / wall : 0.0,
                wall > 0 ? (double)run.files_ok / wall : 0.0, gb > 0 ? (user + sys) / gb : 0.0,
                run.files_failed, hash_algo_to_string(algo), engine_io_mode_to_string(engine_get_io_mode(e)),
-               engine_get_workers(e), engine_get_buffer_size(e), engine_get_buffers(e), index);
+               engine_get_workers(e), engine_get_buffer_size(e), engine_get_buffers(e), index,
+               engine_read_strategy_to_string(opts->strategy), run.by_strategy[ENGINE_READ_BUFFERED],
+               run.by_strategy[ENGINE_READ_MMAP], run.by_strategy[ENGINE_READ_DIRECT], run.parallel);
         fflush(stdout);
 
         return run.first_error < 0 ? run.first_error : 0;
@@ -262,7 +270,8 @@ static void help(void)
                "      --max-open N         files open at once\n"
                "  -m, --io-mode MODE       auto, uring-registered, uring, pread (see engine.h)\n"
                "      --no-pin             do not pin workers to CPUs\n"
-               "      --dontcache          RWF_DONTCACHE reads where supported\n"
+               "  -s, --strategy HOW       auto, read, mmap, direct: how files are read (default auto)\n"
+               "      --dontcache          cache-neutral: add nothing to the page cache\n"
                "      --no-change-check    skip the stat after reading\n"
                "  -r, --repeat N           runs, one result line each (default 1)\n"
                "  -l, --list FILE          read paths from FILE, one per line ('-' = stdin)\n"
@@ -288,6 +297,7 @@ int main(int argc, char *argv[])
                 { "io-mode", required_argument, NULL, 'm' },
                 { "no-pin", no_argument, NULL, ARG_NO_PIN },
                 { "dontcache", no_argument, NULL, ARG_DONTCACHE },
+                { "strategy", required_argument, NULL, 's' },
                 { "no-change-check", no_argument, NULL, ARG_NO_CHANGE_CHECK },
                 { "repeat", required_argument, NULL, 'r' },
                 { "list", required_argument, NULL, 'l' },
@@ -305,7 +315,7 @@ int main(int argc, char *argv[])
         uint64_t size;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "a:w:b:q:m:r:l:dh", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "a:w:b:q:m:s:r:l:dh", options, NULL)) >= 0) {
                 switch (c) {
                 case 'a':
                         algo = hash_algo_from_string(optarg);
@@ -340,6 +350,13 @@ int main(int argc, char *argv[])
                         config.io_mode = engine_io_mode_from_string(optarg);
                         if (config.io_mode < 0) {
                                 fprintf(stderr, "bench-engine: unknown io mode '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 's':
+                        opts.strategy = engine_read_strategy_from_string(optarg);
+                        if (opts.strategy < 0) {
+                                fprintf(stderr, "bench-engine: unknown strategy '%s' (auto, read, mmap, direct)\n", optarg);
                                 return 2;
                         }
                         break;

@@ -20,12 +20,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "hash.h"
 #include "macro.h"
+#include "pagecache.h"
 #include "test-helpers.h"
 
 #define SLOT (1u << 20)
@@ -154,25 +156,38 @@ static Engine *new_engine(EngineIoMode mode, size_t bufsize, unsigned buffers)
         return e;
 }
 
-/* Hashes paths with every algorithm in one engine and compares each with the reference tool. */
-static void check_paths_all_algos(Engine *e, char **paths, size_t n)
+/* Hashes paths with every algorithm in one engine and compares each with the reference tool. With
+ * options, every non-empty file must also have been read the way `expect` says (if not AUTO). */
+static void check_paths_all_algos_opts(Engine *e, char **paths, size_t n, const EngineJobOptions *o,
+                                       EngineReadStrategy expect)
 {
         for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++) {
                 EngineJob *j = NULL;
                 Collector c;
 
                 collector_init(&c, n);
-                assert_int_equal(engine_job_new(e, a, NULL, &j), 0);
+                assert_int_equal(engine_job_new(e, a, o, &j), 0);
                 for (size_t i = 0; i < n; i++)
                         assert_int_equal(engine_job_add_path(j, paths[i]), (int)i);
                 assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
                 wait_job(e, &c, 120 * 1000000ull);
                 assert_int_equal(c.job_result, ENGINE_JOB_DONE);
-                for (size_t i = 0; i < n; i++)
+                for (size_t i = 0; i < n; i++) {
                         assert_result_matches(&c.results[i], a, paths[i]);
+                        if (expect != ENGINE_READ_AUTO && c.results[i].size > 0 &&
+                            c.results[i].strategy != expect)
+                                fail_msg("%s (%s): read with %s, expected %s", paths[i], hash_algo_to_string(a),
+                                         engine_read_strategy_to_string(c.results[i].strategy),
+                                         engine_read_strategy_to_string(expect));
+                }
                 engine_job_unref(j);
                 collector_done(&c);
         }
+}
+
+static void check_paths_all_algos(Engine *e, char **paths, size_t n)
+{
+        check_paths_all_algos_opts(e, paths, n, NULL, ENGINE_READ_AUTO);
 }
 
 static const uint64_t edge_sizes[] = { 0, 1, 4095, 4096, 4097, SLOT - 1, SLOT, SLOT + 1, 3 * (uint64_t)SLOT + 17 };
@@ -345,6 +360,303 @@ typedef struct PipeWriter {
         size_t size;
         uint32_t seed;
 } PipeWriter;
+
+/* ---- read strategies (mapped, direct, buffered) and cache-neutral reads ---- */
+
+static void file_make_cold(const char *path)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        assert_int_equal(fdatasync(fd), 0);
+        assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+}
+
+/* Reads [off, off + len) through the page cache. */
+static void file_make_cached(const char *path, uint64_t off, uint64_t len)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        static uint8_t buf[1 << 16];
+
+        assert_true(fd >= 0);
+        for (uint64_t o = off; o < off + len; o += sizeof(buf))
+                assert_true(pread(fd, buf, (size_t)MIN((uint64_t)sizeof(buf), off + len - o), (off_t)o) > 0);
+}
+
+static PageCacheState file_cache_state(const char *path)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        PageCacheState pc;
+
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_int_equal(pagecache_probe(fd, (uint64_t)st.st_size, &pc), 0);
+        return pc;
+}
+
+static bool have_cachestat(void)
+{
+        PageCacheState pc;
+
+        return pagecache_probe(0, 1, &pc) != -ENOSYS;
+}
+
+/* The filesystem of dir takes O_DIRECT (ext4 does; tmpfs before 6.6 did not). */
+static bool dir_has_direct(const char *dir)
+{
+        _cleanup_free_ char *p = NULL;
+        int fd;
+
+        assert_true(asprintf(&p, "%s/.direct-probe", dir) > 0);
+        fd = open(p, O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return false;
+        close(fd);
+        (void)unlink(p);
+        return true;
+}
+
+/* Hashes one input with options; returns its result. fd >= 0: the input is that fd (the job owns it). */
+static EngineFileResult hash_one(Engine *e, HashAlgo a, const char *path, int fd, const EngineJobOptions *o)
+{
+        EngineJob *j = NULL;
+        EngineFileResult r;
+        Collector c;
+
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, a, o, &j), 0);
+        if (fd >= 0)
+                assert_int_equal(engine_job_add_fd(j, fd), 0);
+        else
+                assert_int_equal(engine_job_add_path(j, path), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        wait_job(e, &c, 120 * 1000000ull);
+        r = c.results[0];
+        engine_job_unref(j);
+        collector_done(&c);
+        return r;
+}
+
+/* Every algorithm, every edge size, each strategy forced: the digests never depend on how the bytes
+ * were read. */
+static void test_strategies_digests(void **state)
+{
+        static const EngineReadStrategy strategies[] = { ENGINE_READ_BUFFERED, ENGINE_READ_MMAP, ENGINE_READ_DIRECT };
+        _cleanup_free_ char *dir = th_mkdtemp("engine-strategy");
+        char *paths[ELEMENTSOF(edge_sizes)];
+        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        bool direct = dir_has_direct(dir);
+
+        for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/size-%" PRIu64, dir, edge_sizes[i]) > 0);
+                assert_int_equal(th_write_random_file(paths[i], edge_sizes[i], (uint32_t)i + 11), 0);
+        }
+        for (size_t k = 0; k < ELEMENTSOF(strategies); k++) {
+                EngineJobOptions o = { .strategy = strategies[k] };
+                EngineReadStrategy expect = strategies[k];
+
+                if (expect == ENGINE_READ_DIRECT && !direct) {
+                        print_message("note: %s has no O_DIRECT: DIRECT falls back to buffered reads\n", dir);
+                        expect = ENGINE_READ_BUFFERED;
+                }
+                check_paths_all_algos_opts(e, paths, ELEMENTSOF(edge_sizes), &o, expect);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++)
+                free(paths[i]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* AUTO maps a file that is entirely cached, reads a cold one with O_DIRECT, a small one through the
+ * page cache, and an fd (whose open file description is the caller's) never with O_DIRECT. */
+static void test_strategy_auto_choice(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-auto");
+        _cleanup_free_ char *big = NULL, *small = NULL;
+        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        EngineFileResult r;
+
+        if (!have_cachestat()) {
+                engine_free(e);
+                th_rm_rf(dir);
+                skip(); /* AUTO cannot see the page cache before 6.5: everything is read buffered */
+        }
+        assert_true(asprintf(&big, "%s/big", dir) > 0);
+        assert_true(asprintf(&small, "%s/small", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 24u << 20, 77), 0);
+        assert_int_equal(th_write_random_file(small, 100u << 10, 78), 0);
+
+        file_make_cached(big, 0, 24u << 20);
+        r = hash_one(e, HASH_SHA256, big, -EBADF, NULL);
+        assert_result_matches(&r, HASH_SHA256, big);
+        assert_int_equal(r.strategy, ENGINE_READ_MMAP);
+
+        /* XXH3 outruns the copy: its reads overlap the hashing instead. */
+        r = hash_one(e, HASH_XXH3, big, -EBADF, NULL);
+        assert_result_matches(&r, HASH_XXH3, big);
+        assert_int_equal(r.strategy, ENGINE_READ_BUFFERED);
+
+        file_make_cold(big);
+        r = hash_one(e, HASH_SHA256, big, -EBADF, NULL);
+        assert_result_matches(&r, HASH_SHA256, big);
+        assert_int_equal(r.strategy, dir_has_direct(dir) ? ENGINE_READ_DIRECT : ENGINE_READ_BUFFERED);
+
+        file_make_cold(big);
+        r = hash_one(e, HASH_SHA256, big, open(big, O_RDONLY | O_CLOEXEC), NULL);
+        assert_result_matches(&r, HASH_SHA256, big);
+        assert_int_equal(r.strategy, ENGINE_READ_BUFFERED);
+
+        file_make_cached(small, 0, 100u << 10);
+        r = hash_one(e, HASH_SHA256, small, -EBADF, NULL);
+        assert_result_matches(&r, HASH_SHA256, small);
+        assert_int_equal(r.strategy, ENGINE_READ_BUFFERED);
+
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+static void assert_digest_hex(const EngineFileResult *r, const char *ref)
+{
+        char hex[HASH_HEX_MAX];
+
+        assert_int_equal(r->status, ENGINE_FILE_OK);
+        hash_to_hex(r->digest, r->digest_size, hex);
+        assert_string_equal(hex, ref);
+}
+
+/* Cache-neutral: a cold file leaves (almost) nothing cached, by path (O_DIRECT) and by fd
+ * (RWF_DONTCACHE); what was cached before stays cached. */
+static void test_dontcache(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-dontcache");
+        _cleanup_free_ char *path = NULL;
+        const uint64_t size = 32u << 20;
+        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        EngineJobOptions o = { .dontcache = true };
+        EngineFileResult r;
+        PageCacheState before, after;
+        _cleanup_free_ char *ref = NULL;
+
+        if (!have_cachestat()) {
+                engine_free(e);
+                th_rm_rf(dir);
+                skip(); /* no way to see what is cached */
+        }
+        assert_true(asprintf(&path, "%s/file", dir) > 0);
+        assert_int_equal(th_write_random_file(path, size, 91), 0);
+        /* The reference tool reads through the page cache: ask it once, before any measurement. */
+        ref = reference_digest(HASH_SHA256, path);
+        assert_non_null(ref);
+
+        /* By path, cold. */
+        file_make_cold(path);
+        r = hash_one(e, HASH_SHA256, path, -EBADF, &o);
+        assert_digest_hex(&r, ref);
+        after = file_cache_state(path);
+        if (after.cached > after.pages / 100)
+                fail_msg("by path: %" PRIu64 " of %" PRIu64 " pages cached after a cache-neutral read (%s)",
+                         after.cached, after.pages, engine_read_strategy_to_string(r.strategy));
+
+        /* By fd, cold: RWF_DONTCACHE reads (6.14+; older kernels have no way to do this for an fd). */
+        file_make_cold(path);
+        r = hash_one(e, HASH_SHA256, path, open(path, O_RDONLY | O_CLOEXEC), &o);
+        assert_digest_hex(&r, ref);
+        assert_int_equal(r.strategy, ENGINE_READ_BUFFERED);
+        after = file_cache_state(path);
+        if (after.cached > after.pages / 100) {
+                struct utsname u;
+                assert_int_equal(uname(&u), 0);
+                print_message("note: kernel %s: %" PRIu64 " of %" PRIu64 " pages cached after RWF_DONTCACHE "
+                              "reads of an fd\n", u.release, after.cached, after.pages);
+                /* 6.14 and later must honour it. */
+                unsigned maj = 0, min = 0;
+                if (sscanf(u.release, "%u.%u", &maj, &min) == 2 && (maj > 6 || (maj == 6 && min >= 14)))
+                        fail_msg("RWF_DONTCACHE left pages cached on %s", u.release);
+        }
+
+        /* Half cached before: those pages stay, and not many more are added. */
+        file_make_cold(path);
+        file_make_cached(path, 0, size / 2);
+        before = file_cache_state(path);
+        r = hash_one(e, HASH_SHA256, path, -EBADF, &o);
+        assert_digest_hex(&r, ref);
+        after = file_cache_state(path);
+        if (after.cached < before.cached || after.cached > before.cached + after.pages / 100)
+                fail_msg("half cached: %" PRIu64 " pages before, %" PRIu64 " after (of %" PRIu64 ", %s)",
+                         before.cached, after.cached, after.pages, engine_read_strategy_to_string(r.strategy));
+
+        /* And an ordinary read of a cold file does cache it (the test can tell the difference). */
+        file_make_cold(path);
+        r = hash_one(e, HASH_SHA256, path, open(path, O_RDONLY | O_CLOEXEC), NULL);
+        assert_digest_hex(&r, ref);
+        after = file_cache_state(path);
+        assert_true(after.cached > after.pages / 2);
+
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+typedef struct Truncator {
+        const char *path;
+        Engine *engine;
+        EngineJob *job;
+        _Atomic bool done;
+} Truncator;
+
+static void *truncator(void *arg)
+{
+        Truncator *t = arg;
+        EngineJobProgress p;
+
+        /* Once hashing is under way, cut the file: the rest of the mapping is gone. */
+        do {
+                usleep(1000);
+                engine_job_get_progress(t->job, &p);
+        } while (p.bytes_done == 0 && !atomic_load(&t->done));
+        assert_int_equal(truncate(t->path, 4096), 0);
+        return NULL;
+}
+
+/* A mapped file truncated while it is hashed: SIGBUS is caught, the file is CHANGED, the process
+ * and other files live on. */
+static void test_mmap_truncated(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-trunc");
+        _cleanup_free_ char *path = NULL, *other = NULL;
+        Engine *e = new_engine(ENGINE_IO_AUTO, 256u << 10, 4);
+        EngineJobOptions o = { .strategy = ENGINE_READ_MMAP };
+        EngineJob *j = NULL;
+        Truncator t = {};
+        pthread_t th;
+        Collector c;
+
+        assert_true(asprintf(&path, "%s/victim", dir) > 0);
+        assert_true(asprintf(&other, "%s/other", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 256u << 20, 5), 0);
+        assert_int_equal(th_write_random_file(other, 8u << 20, 6), 0);
+
+        collector_init(&c, 2);
+        assert_int_equal(engine_job_new(e, HASH_SHA3_256, &o, &j), 0);
+        assert_int_equal(engine_job_add_path(j, path), 0);
+        assert_int_equal(engine_job_add_path(j, other), 1);
+        t = (Truncator){ .path = path, .engine = e, .job = j };
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        assert_int_equal(pthread_create(&th, NULL, truncator, &t), 0);
+        wait_job(e, &c, 120 * 1000000ull);
+        atomic_store(&t.done, true);
+        pthread_join(th, NULL);
+
+        assert_int_equal(c.results[0].status, ENGINE_FILE_CHANGED);
+        assert_int_equal(c.results[0].digest_size, 0);
+        assert_int_equal(c.results[0].strategy, ENGINE_READ_MMAP);
+        assert_result_matches(&c.results[1], HASH_SHA3_256, other);
+
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+        th_rm_rf(dir);
+}
 
 static void *pipe_writer(void *arg)
 {
@@ -933,6 +1245,10 @@ int main(void)
                 cmocka_unit_test(test_fallback_register_refused),
                 cmocka_unit_test(test_fallback_no_uring),
                 cmocka_unit_test(test_sparse_4g),
+                cmocka_unit_test(test_strategies_digests),
+                cmocka_unit_test(test_strategy_auto_choice),
+                cmocka_unit_test(test_dontcache),
+                cmocka_unit_test(test_mmap_truncated),
         };
 
         /* Reference tools are part of the test's contract: without them it cannot check anything. */

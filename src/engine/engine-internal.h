@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "blake3-tree.h"
 #include "engine.h"
 #include "hash.h"
 #include "ioring.h"
@@ -26,7 +27,13 @@ typedef enum BufOwner {
 typedef struct FileSlot FileSlot;
 
 typedef struct Buffer {
-        uint8_t *data;
+        uint8_t *data;          /* the pool slot */
+        const uint8_t *view;    /* what the worker hashes: data, or a window of the file's mapping */
+        bool mapped;            /* view is in a file mapping: no read, hashed under mapguard */
+        bool piece;             /* a BLAKE3 piece: the worker writes its subtree CV to cv */
+        bool piece_ok;          /* ... and did (not skipped for a cancel, no SIGBUS) */
+        bool fault;             /* SIGBUS while hashing the mapped view */
+        uint8_t cv[BLAKE3_OUT_LEN];
         int index;              /* registration index, for READ_FIXED */
         BufOwner owner;
         FileSlot *file;
@@ -67,6 +74,16 @@ struct FileSlot {
         bool stream;                /* read until EOF, one read at a time */
         bool seekable;              /* explicit offsets (regular files, block devices) */
         bool check_change;
+        EngineReadStrategy strategy; /* BUFFERED, MMAP or DIRECT, chosen when the file opened */
+        uint8_t *map;               /* MMAP: the whole file; unmapped when the slot is released */
+        size_t map_len;
+        /* BLAKE3 on several workers: every buffer is a piece any worker hashes to a subtree CV; the
+         * I/O thread merges the CVs in file order. */
+        bool parallel;
+        Blake3Merge *merge;         /* allocated for the file, freed when the slot is released */
+        Buffer *cv_wait;            /* hashed pieces that came back before their turn, by offset */
+        uint64_t merge_off;         /* offset of the next piece to merge */
+        unsigned pieces_out;        /* pieces at the workers */
         uint64_t size;              /* st_size at start (regular files with size > 0) */
         uint64_t issue_off;         /* next offset to read */
         uint64_t read_bytes;        /* bytes handed to the worker */
@@ -81,6 +98,7 @@ struct FileSlot {
         _Atomic int parts;
 
         /* Worker side. */
+        bool map_fault;             /* SIGBUS in the mapping: the file shrank while being hashed */
         HashCtx *ctx;
         uint64_t hashed;
         size_t digest_size;
@@ -97,6 +115,7 @@ enum {
         WORK_FIRST = 1u << 0,  /* start a new digest before this item */
         WORK_LAST = 1u << 1,   /* finish the digest after this item */
         WORK_ABORT = 1u << 2,  /* drop the file: no digest */
+        WORK_PIECE = 1u << 3,  /* a BLAKE3 piece: CV into buf->cv, no per-file state touched */
 };
 
 typedef struct WorkItem {

@@ -13,6 +13,8 @@
 
 #include "engine-internal.h"
 #include "macro.h"
+#include "mapguard.h"
+#include "pagecache.h"
 
 #define DEFAULT_BUFFER_SIZE (1u << 20)
 #define DEFAULT_BUFFERS 16
@@ -58,6 +60,28 @@ EngineIoMode engine_io_mode_from_string(const char *s)
                 if (streq(io_mode_table[i], s))
                         return (EngineIoMode)i;
         return _ENGINE_IO_MODE_INVALID;
+}
+
+static const char *const read_strategy_table[_ENGINE_READ_MAX] = {
+        [ENGINE_READ_AUTO] = "auto",
+        [ENGINE_READ_BUFFERED] = "read",
+        [ENGINE_READ_MMAP] = "mmap",
+        [ENGINE_READ_DIRECT] = "direct",
+};
+
+const char *engine_read_strategy_to_string(EngineReadStrategy s)
+{
+        if (s < 0 || s >= _ENGINE_READ_MAX)
+                return NULL;
+        return read_strategy_table[s];
+}
+
+EngineReadStrategy engine_read_strategy_from_string(const char *s)
+{
+        for (int i = 0; s && i < _ENGINE_READ_MAX; i++)
+                if (streq(read_strategy_table[i], s))
+                        return (EngineReadStrategy)i;
+        return _ENGINE_READ_INVALID;
 }
 
 /* ---- results: workers and the I/O thread -> consumer ---- */
@@ -162,7 +186,19 @@ void engine_file_release(Engine *e, FileSlot *f, Worker *from)
                 .status = f->status,
                 .error = f->status == ENGINE_FILE_ERROR ? f->error : 0,
                 .size = f->read_bytes,
+                .strategy = f->strategy,
+                .parallel = f->parallel,
         };
+
+        /* Both sides are done with the mapping: the worker hashed its last window. */
+        if (f->map) {
+                (void)munmap(f->map, f->map_len);
+                f->map = NULL;
+        }
+        free(f->merge);
+        f->merge = NULL;
+        if (f->map_fault && r.status == ENGINE_FILE_OK)
+                r.status = ENGINE_FILE_CHANGED; /* shrank under the mapping (SIGBUS) */
         if (f->stat_ok) {
                 r.size_before = f->stx.stx_size;
                 r.mtime_before_nsec = stx_mtime_nsec(&f->stx);
@@ -303,6 +339,21 @@ static void send_work(Engine *e, FileSlot *f, Buffer *b, uint32_t len, uint32_t 
         w->wake_pending = true;
 }
 
+/* A BLAKE3 piece goes to whichever worker has the least queued: one file on every core. */
+static void send_piece(Engine *e, FileSlot *f, Buffer *b)
+{
+        Worker *w = pick_worker(e);
+
+        b->owner = BUF_WORKER;
+        b->piece = true;
+        b->piece_ok = b->fault = false;
+        f->pieces_out++;
+        atomic_fetch_add_explicit(&w->backlog, 1, memory_order_relaxed);
+        while (!spsc_queue_push(&w->in, &(WorkItem){ .file = f, .buf = b, .len = b->got, .flags = WORK_PIECE }))
+                sched_yield();
+        w->wake_pending = true;
+}
+
 static void flush_wakes(Engine *e)
 {
         for (unsigned i = 0; i < e->n_workers; i++)
@@ -349,6 +400,11 @@ static void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
         f->eof = true;
 
         file_drop_idle_buffers(e, f);
+        while (f->cv_wait) {
+                Buffer *b = f->cv_wait;
+                f->cv_wait = b->next;
+                buffer_put(e, b);
+        }
 
         if (f->worker_started && !f->worker_closed)
                 send_work(e, f, NULL, 0, WORK_ABORT);
@@ -379,7 +435,7 @@ static void file_check_change(FileSlot *f);
 /* The I/O side is finished: close the fd (after a last statx for the change check). */
 static void file_finish_io(Engine *e, FileSlot *f)
 {
-        if (f->ops > 0 || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
+        if (f->ops > 0 || f->pieces_out > 0 || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
                 return;
 
         if (f->fd >= 0) {
@@ -431,16 +487,63 @@ static void file_dispatch_ready(Engine *e, FileSlot *f)
                         continue;
                 }
                 f->read_bytes += b->got;
+                if (f->parallel) {
+                        send_piece(e, f, b);
+                        continue;
+                }
                 if (!f->stream && f->read_bytes >= f->size)
                         flags |= WORK_LAST;
                 send_work(e, f, b, b->got, flags);
         }
 
         if (f->eof && !f->fifo_head && f->reads_in_flight == 0 && f->state == FILE_READING) {
-                if (!f->worker_closed)
+                if (f->parallel) {
+                        if (f->pieces_out > 0 || f->cv_wait)
+                                return; /* the last CVs are still to come */
+                } else if (!f->worker_closed)
                         send_work(e, f, NULL, 0, WORK_LAST);
                 file_finish_io(e, f);
         }
+}
+
+/* A piece came back from a worker: merge, in file order, every CV whose turn has come. */
+static void piece_returned(Engine *e, Buffer *b)
+{
+        FileSlot *f = b->file;
+
+        f->pieces_out--;
+        b->piece = false;
+        if (f->state != FILE_READING || !b->piece_ok) {
+                bool fault = b->fault;
+                buffer_put(e, b);
+                if (f->state == FILE_READING)
+                        /* Skipped because the job was cancelled, or the mapping faulted. */
+                        file_abort(e, f, fault ? ENGINE_FILE_CHANGED : ENGINE_FILE_CANCELLED, 0);
+                file_finish_io(e, f);
+                return;
+        }
+
+        /* Workers finish pieces in any order; hold the early ones (sorted by offset). */
+        Buffer **p = &f->cv_wait;
+        while (*p && (*p)->offset < b->offset)
+                p = &(*p)->next;
+        b->next = *p;
+        *p = b;
+
+        while (f->cv_wait && f->cv_wait->offset == f->merge_off) {
+                Buffer *c = f->cv_wait;
+                f->cv_wait = c->next;
+                f->merge_off += c->got;
+                f->hashed += c->got;
+                if (f->merge_off < f->size)
+                        blake3_merge_push(f->merge, c->cv, c->got / BLAKE3_CHUNK_LEN);
+                else {
+                        blake3_merge_finish(f->merge, c->cv, c->got, f->digest);
+                        f->digest_size = BLAKE3_OUT_LEN;
+                }
+                buffer_put(e, c);
+        }
+        file_dispatch_ready(e, f);
 }
 
 static void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
@@ -469,6 +572,8 @@ static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
         b->got = 0;
         b->done = false;
         b->offset = f->issue_off;
+        b->view = b->data;
+        b->mapped = false;
         if (f->stream)
                 b->want = (uint32_t)e->buffer_size;
         else {
@@ -482,6 +587,20 @@ static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
         else
                 f->fifo_head = b;
         f->fifo_tail = b;
+
+        if (f->map) {
+                /* No read: the buffer stands for a window of the mapping, ready at once. The pool
+                 * still bounds how much of the file is queued at the workers. */
+                b->view = f->map + b->offset;
+                b->mapped = true;
+                b->got = b->want;
+                b->done = true;
+                return;
+        }
+        if (f->strategy == ENGINE_READ_DIRECT)
+                /* O_DIRECT lengths are whole blocks: the last read asks past the end and gets the
+                 * rest of the file (the buffer is a multiple of 4 KiB, so this fits). */
+                b->want = (uint32_t)ALIGN_TO((uint64_t)b->want, (uint64_t)4096);
         f->reads_in_flight++;
         file_issue_read(e, f, b);
 }
@@ -506,6 +625,8 @@ static bool issue_reads(Engine *e)
                                 if (!b)
                                         break;
                                 file_start_read(e, f, b);
+                                if (b->mapped)
+                                        file_dispatch_ready(e, f);
                                 progressed = any = true;
                         }
                         f = next;
@@ -515,6 +636,99 @@ static bool issue_reads(Engine *e)
                         break;
         }
         return any;
+}
+
+/* O_DIRECT on our own fd, if the filesystem takes it with the alignment our reads have: offsets and
+ * lengths in whole 4 KiB units, buffers page-aligned (STATX_DIOALIGN says what the file needs). */
+static bool file_set_direct(FileSlot *f)
+{
+        struct statx stx;
+        uint32_t mem_align, off_align;
+        int fl;
+
+        if (f->fd_input)
+                return false; /* the caller's open file description: O_DIRECT would change theirs */
+        if (statx(f->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) < 0 || !(stx.stx_mask & STATX_DIOALIGN))
+                return false;
+        /* sys/stat.h takes struct statx from linux/stat.h, which has the 6.1 fields. */
+        mem_align = stx.stx_dio_mem_align;
+        off_align = stx.stx_dio_offset_align;
+        if (mem_align == 0 || off_align == 0 || mem_align > 4096 || off_align > 4096 ||
+            4096 % mem_align != 0 || 4096 % off_align != 0)
+                return false;
+        fl = fcntl(f->fd, F_GETFL);
+        if (fl < 0 || fcntl(f->fd, F_SETFL, fl | O_DIRECT) < 0)
+                return false;
+        return true;
+}
+
+static bool file_map(FileSlot *f)
+{
+        void *p;
+
+        if (f->size > SIZE_MAX)
+                return false;
+        p = mmap(NULL, (size_t)f->size, PROT_READ, MAP_SHARED, f->fd, 0);
+        if (p == MAP_FAILED)
+                return false;
+        f->map = p;
+        f->map_len = (size_t)f->size;
+        return true;
+}
+
+/* Hashes faster than one core copies from the page cache (measured, 4 GiB hot: XXH128 16 GB/s with
+ * reads overlapping the hashing, 11-13 GB/s walking a mapping on one worker). */
+static bool algo_outruns_copy(HashAlgo a)
+{
+        return a == HASH_XXH3 || a == HASH_XXH128 || a == HASH_CRC32C;
+}
+
+/* Picks how a regular file is read (see EngineReadStrategy): one cachestat per file above
+ * ENGINE_PROBE_MIN. */
+static void file_choose_strategy(Engine *e, FileSlot *f)
+{
+        EngineReadStrategy want = f->job->options.strategy;
+        bool dontcache = f->job->options.dontcache;
+        PageCacheState pc;
+        bool known, all_cached, cold;
+
+        f->strategy = ENGINE_READ_BUFFERED;
+        if (want == ENGINE_READ_BUFFERED || (want == ENGINE_READ_AUTO && f->size < ENGINE_PROBE_MIN))
+                return;
+
+        known = pagecache_probe(f->fd, f->size, &pc) >= 0;
+        all_cached = known && pc.cached >= pc.pages;
+        /* Cold: (almost) nothing cached, and nothing dirty that O_DIRECT would first have to flush. */
+        cold = known && pc.cached <= pc.pages / 16 && pc.dirty == 0 && pc.writeback == 0;
+
+        /* A mapping of a partly cached file would fault the rest in: not cache-neutral. */
+        if ((want == ENGINE_READ_MMAP && (!dontcache || all_cached)) ||
+            (want == ENGINE_READ_AUTO && all_cached && f->size >= ENGINE_MAP_MIN && !algo_outruns_copy(f->algo))) {
+                if (file_map(f)) {
+                        f->strategy = ENGINE_READ_MMAP;
+                        return;
+                }
+        }
+        if (want == ENGINE_READ_DIRECT || (want == ENGINE_READ_AUTO && cold)) {
+                if (file_set_direct(f))
+                        f->strategy = ENGINE_READ_DIRECT;
+        }
+}
+
+/* BLAKE3 files longer than one buffer are cut into buffer-sized pieces (a power of two of 1 KiB
+ * chunks, at multiples of their size: subtrees of BLAKE3's tree) hashed on all workers at once. */
+static void file_choose_parallel(Engine *e, FileSlot *f)
+{
+        size_t p = e->buffer_size;
+
+        if (f->algo != HASH_BLAKE3 || e->n_workers < 2 || f->size <= p || (p & (p - 1)) != 0 ||
+            p % BLAKE3_CHUNK_LEN != 0)
+                return;
+        f->merge = malloc(sizeof(Blake3Merge));
+        if (!f->merge)
+                return; /* hashed on one worker instead */
+        blake3_merge_init(f->merge);
+        f->parallel = true;
 }
 
 static void file_opened(Engine *e, FileSlot *f)
@@ -559,8 +773,11 @@ static void file_opened(Engine *e, FileSlot *f)
                         file_finish_io(e, f);
                         return;
                 }
-                /* Readahead advice only pays off for files longer than one buffer. */
-                if (f->size > e->buffer_size) {
+                file_choose_strategy(e, f);
+                file_choose_parallel(e, f);
+                /* Readahead advice only pays off for files longer than one buffer read through the
+                 * page cache. */
+                if (f->size > e->buffer_size && f->strategy == ENGINE_READ_BUFFERED) {
                         ioring_fadvise(e->ring, f->fd, 0, f->size, POSIX_FADV_SEQUENTIAL, TAG(f, OP_FADVISE));
                         f->ops++;
                 }
@@ -680,6 +897,18 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                         file_issue_read(e, f, b);
                         return;
                 }
+                if (c->res == -EINVAL && f->strategy == ENGINE_READ_DIRECT) {
+                        /* O_DIRECT refused this read after all (an alignment the statx did not
+                         * announce, a short read that left an unaligned offset): finish the file
+                         * through the page cache. */
+                        int fl = fcntl(f->fd, F_GETFL);
+                        if (fl >= 0 && fcntl(f->fd, F_SETFL, fl & ~O_DIRECT) >= 0) {
+                                f->strategy = ENGINE_READ_BUFFERED;
+                                b->want = (uint32_t)MIN((uint64_t)b->want, f->size - b->offset);
+                                file_issue_read(e, f, b);
+                                return;
+                        }
+                }
                 if (c->res == -EOPNOTSUPP && f->job->options.dontcache && e->dontcache_ok) {
                         e->dontcache_ok = false; /* the filesystem cannot do RWF_DONTCACHE: plain reads */
                         file_issue_read(e, f, b);
@@ -704,7 +933,7 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                                 return;
                         }
                         f->eof = true;
-                } else if (!f->stream && b->got < b->want) {
+                } else if (!f->stream && b->got < b->want && b->offset + b->got < f->size) {
                         /* Short read of a regular file: resume where it stopped. */
                         f->reads_in_flight++;
                         file_issue_read(e, f, b);
@@ -799,7 +1028,9 @@ static bool drain_returns(Engine *e)
 
         for (unsigned i = 0; i < e->n_workers; i++)
                 while (spsc_queue_pop(&e->workers[i].out, &it)) {
-                        if (it.buf)
+                        if (it.buf && it.buf->piece)
+                                piece_returned(e, it.buf);
+                        else if (it.buf)
                                 buffer_put(e, it.buf);
                         else
                                 slot_free(e, it.slot);
@@ -1008,6 +1239,9 @@ int engine_new(const EngineConfig *config, Engine **ret)
                 return -EINVAL;
 
         k = hash_global_init();
+        if (k < 0)
+                return k;
+        k = mapguard_install();
         if (k < 0)
                 return k;
 

@@ -75,6 +75,36 @@ unsigned engine_get_buffers(Engine *e);
 uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
 unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finished yet */
 
+/*
+ * How a regular file's bytes reach the hash. Every strategy gives the same digest; they differ in
+ * copies, system calls and what is left in the page cache. AUTO decides per file from cachestat(2):
+ * a large file entirely in the page cache is mapped and hashed in place (no copy) unless its
+ * algorithm hashes faster than a core copies (XXH3, XXH128, CRC32C: then the I/O thread's copy
+ * overlapping the hashing wins over one worker walking a mapping); a cold file opened by
+ * path is read with O_DIRECT into the pool (no page-cache copy, nothing left cached); anything else,
+ * and every file below ENGINE_PROBE_MIN, is read through the page cache into the pool. A strategy the
+ * file cannot take (a pipe, a filesystem without O_DIRECT, an fd passed by the caller for DIRECT,
+ * whose open file description is shared with the caller) falls back to BUFFERED.
+ */
+typedef enum EngineReadStrategy {
+        ENGINE_READ_AUTO,
+        ENGINE_READ_BUFFERED,  /* read(2)-style copies from the page cache into the pool */
+        ENGINE_READ_MMAP,      /* map the file; workers hash the page cache in place */
+        ENGINE_READ_DIRECT,    /* O_DIRECT reads into the pool, bypassing the page cache */
+        _ENGINE_READ_MAX,
+        _ENGINE_READ_INVALID = -EINVAL,
+} EngineReadStrategy;
+
+const char *engine_read_strategy_to_string(EngineReadStrategy s);
+EngineReadStrategy engine_read_strategy_from_string(const char *s);
+
+/* Files smaller than this are always read BUFFERED under AUTO: for them a probe or an uncached read
+ * costs more than the one copy it would save. */
+#define ENGINE_PROBE_MIN ((uint64_t)256 << 10)
+/* AUTO maps only files of at least this size: mmap, the faults and above all munmap's TLB
+ * shoot-down on every core running a worker cost more than copying a smaller file. */
+#define ENGINE_MAP_MIN ((uint64_t)8 << 20)
+
 typedef enum EngineFileStatus {
         ENGINE_FILE_OK,         /* digest is valid */
         ENGINE_FILE_ERROR,      /* error holds -errno (ENOENT, EACCES, EIO, EISDIR, EFBIG, ...) */
@@ -91,6 +121,8 @@ typedef struct EngineFileResult {
         uint64_t size;             /* bytes hashed (for CHANGED: bytes read) */
         size_t digest_size;        /* 0 unless status == ENGINE_FILE_OK */
         uint8_t digest[HASH_DIGEST_MAX];
+        EngineReadStrategy strategy;  /* how the file was read: BUFFERED, MMAP or DIRECT */
+        bool parallel;             /* hashed in pieces on several workers (BLAKE3 tree) */
         /* What stat said at the start and at the end, for CHANGED (both zero if never known). */
         uint64_t size_before, size_after;
         int64_t mtime_before_nsec, mtime_after_nsec;
@@ -110,7 +142,11 @@ typedef struct EngineJobCallbacks {
 
 typedef struct EngineJobOptions {
         uint64_t max_file_size;  /* 0 = unlimited; more bytes than this fails the file with -EFBIG */
-        bool dontcache;          /* RWF_DONTCACHE reads where the kernel supports them */
+        /* Cache-neutral: hashing adds nothing to the page cache and evicts nothing that was cached
+         * before. Cached files are mapped only when entirely cached, cold ones read with O_DIRECT
+         * (path inputs), the rest with RWF_DONTCACHE where the kernel has it (6.14+). */
+        bool dontcache;
+        EngineReadStrategy strategy;
         bool no_change_check;    /* skip the stat after reading (inputs known to be immutable) */
         /* Path inputs must be regular files: they are opened O_NONBLOCK (a FIFO's open cannot
          * hang), directories fail with -EISDIR, and pipes, sockets and devices with -ESPIPE unless

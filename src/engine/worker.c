@@ -5,6 +5,7 @@
 
 #include "engine-internal.h"
 #include "macro.h"
+#include "mapguard.h"
 
 /* Empty polls before sleeping. Short on purpose: on a machine with as many workers as cores, a
  * spinning worker takes CPU from the I/O thread that would feed it (measured on 2 cores: 2000 spins
@@ -20,6 +21,64 @@ static void worker_return(Worker *w, const ReturnItem *it)
                 (void)!write(w->engine->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
+typedef struct MappedUpdate {
+        HashCtx *ctx;
+        const uint8_t *p;
+        size_t len;
+} MappedUpdate;
+
+static void mapped_update(void *userdata)
+{
+        MappedUpdate *u = userdata;
+
+        (void)hash_ctx_update(u->ctx, u->p, u->len);
+}
+
+/* Hashes a window of a file mapping. A file truncated meanwhile raises SIGBUS past its new end; the
+ * guard turns that into a failed file instead of a dead process. */
+static bool hash_mapped(HashCtx *ctx, const uint8_t *p, size_t len)
+{
+        MappedUpdate u = { .ctx = ctx, .p = p, .len = len };
+
+        return mapguard_run(p, len, mapped_update, &u) >= 0;
+}
+
+typedef struct PieceUpdate {
+        const Buffer *buf;
+        uint32_t len;
+        uint8_t *cv;
+} PieceUpdate;
+
+static void piece_update(void *userdata)
+{
+        PieceUpdate *u = userdata;
+
+        blake3_subtree_cv(u->buf->view, u->len, u->buf->offset / BLAKE3_CHUNK_LEN, u->cv);
+}
+
+/* A BLAKE3 piece: its subtree CV goes back with the buffer; the file's state is the I/O thread's. */
+static void worker_piece(Worker *w, const WorkItem *it, bool skip)
+{
+        Buffer *b = it->buf;
+        EngineJob *j = it->file->job;
+        PieceUpdate u = { .buf = b, .len = it->len, .cv = b->cv };
+
+        if (!skip) {
+                if (b->mapped)
+                        b->fault = mapguard_run(b->view, it->len, piece_update, &u) < 0;
+                else
+                        piece_update(&u);
+                b->piece_ok = !b->fault;
+                if (b->piece_ok) {
+                        atomic_fetch_add_explicit(&j->bytes_done, it->len, memory_order_relaxed);
+                        atomic_fetch_add_explicit(&w->engine->bytes_hashed, it->len, memory_order_relaxed);
+                }
+        }
+        b->owner = BUF_POOL;
+        worker_return(w, &(ReturnItem){ .buf = b });
+        atomic_fetch_sub_explicit(&w->backlog, 1, memory_order_relaxed);
+}
+
 static void worker_handle(Worker *w, const WorkItem *it)
 {
         Engine *e = w->engine;
@@ -28,15 +87,29 @@ static void worker_handle(Worker *w, const WorkItem *it)
         /* A cancelled job's queued buffers are skipped, not hashed: cancel is prompt. */
         bool skip = atomic_load_explicit(&j->cancel_requested, memory_order_relaxed);
 
+        if (it->flags & WORK_PIECE) {
+                worker_piece(w, it, skip);
+                return;
+        }
+
         if (it->flags & WORK_FIRST) {
                 f->hashed = 0;
                 f->digest_size = 0;
+                f->map_fault = false;
                 (void)hash_ctx_init(f->ctx, f->algo);
         }
 
+        if (f->map_fault)
+                skip = true; /* the mapping faulted: the digest is void, the file ends CHANGED */
+
         if (it->buf) {
+                if (!skip && it->buf->mapped && !hash_mapped(f->ctx, it->buf->view, it->len)) {
+                        f->map_fault = true;
+                        skip = true;
+                }
                 if (!skip) {
-                        (void)hash_ctx_update(f->ctx, it->buf->data, it->len);
+                        if (!it->buf->mapped)
+                                (void)hash_ctx_update(f->ctx, it->buf->view, it->len);
                         f->hashed += it->len;
                         atomic_fetch_add_explicit(&j->bytes_done, it->len, memory_order_relaxed);
                         atomic_fetch_add_explicit(&e->bytes_hashed, it->len, memory_order_relaxed);
