@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,49 +49,142 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
         return 0;
 }
 
-typedef struct BusJob {
-        struct BusClient *client;
-        char *path;                           /* NULL until the HashFds reply names it */
-        size_t idx[FHASH_MAX_FDS_PER_CALL];   /* item index of each input of the job */
-        bool got[FHASH_MAX_FDS_PER_CALL];
-        size_t n;
-        bool in_flight, finished, retry;
-        uint64_t bytes_done;                  /* from the job's BytesDone property */
-        sd_bus_slot *call;
-} BusJob;
+/*
+ * One run, seen from here: items are sent in order, up to FHASH_MAX_FDS_PER_CALL fds per call. With a
+ * daemon that has open jobs, the first call is HashFds with "more" and the rest are AddFds calls to
+ * that job, pipelined; the call that sends the job's last files says more=false (or a Close()
+ * follows). A job holds one algorithm and at most FILES_PER_JOB files; then the next job starts. A
+ * pipe or device goes alone into a job of its own, the only kind that gets "max-size". Results come
+ * as (job, index): each reply says where its call's files start, and fills that job's index -> item
+ * map.
+ */
 
-typedef struct BusClient {
+/* Files sent whose result has not come back: each is an fd fhashd holds open (against its
+ * RLIMIT_NOFILE) until the file is hashed. Enough to keep its workers busy across our round trips,
+ * and results come back in batches of up to 256. */
+#define FILES_IN_FLIGHT 1024
+/* With a daemon without open jobs (no "more"): one job per call, this many calls at once. */
+#define LEGACY_CALLS_IN_FLIGHT 8
+/* Files per open job (fhashd allows 2^20): what one job keeps in fhashd's memory, a result per file
+ * until the job expires, stays moderate. */
+#define FILES_PER_JOB 65536
+/* A call refused as Busy (a per-uid quota) is sent again after one of our results came back, or
+ * after this long. */
+#define RETRY_USEC (200 * 1000ULL)
+
+typedef struct BusClient BusClient;
+
+typedef struct ClientJob {
+        BusClient *client;
+        struct ClientJob *next;    /* BusClient.jobs, newest first */
+        char *path;                /* NULL until the HashFds reply names it */
+        HashAlgo algo;
+        size_t *items;             /* job index -> item (SIZE_MAX: no reply told it yet) */
+        size_t n_items, n_alloc;
+        size_t n_sent;             /* files sent to it, answered or not */
+        unsigned calls;            /* calls to it without a reply */
+        unsigned retries;          /* calls to it waiting to be sent again */
+        bool open;                 /* made with "more" and not closed by us */
+        bool want_close;           /* nothing more for it: close once its calls are answered */
+        bool finished;             /* JobFinished seen */
+        uint64_t bytes_done;       /* its BytesDone property */
+        uint64_t bytes_delivered;  /* sizes of its results delivered so far */
+} ClientJob;
+
+typedef enum CallKind {
+        CALL_HASH_FDS,  /* makes the job */
+        CALL_ADD_FDS,
+        CALL_CLOSE,
+} CallKind;
+
+typedef struct BusCall {
+        BusClient *client;
+        ClientJob *job;
+        struct BusCall *next;                 /* BusClient.retry */
+        CallKind kind;
+        bool more;                            /* "more": the job stays open */
+        bool stream;                          /* a pipe or device: "max-size" */
+        size_t idx[FHASH_MAX_FDS_PER_CALL];   /* the item of each fd sent */
+        size_t n;
+        sd_bus_slot *slot;
+} BusCall;
+
+/* A result for an index that no reply has told us yet (fhashd sends none before the reply, but a
+ * result must not get lost if one ever does). */
+typedef struct Orphan {
+        ClientJob *job;
+        uint32_t index;
+        RunStatus status;
+        int error;
+        char *reason;
+        uint64_t size;
+        char hex[HASH_HEX_MAX];
+} Orphan;
+
+struct BusClient {
         sd_bus *bus;
         const RunItem *items;
         size_t n_items;
+        bool dontcache;
         RunOrder order;
         char **messages;          /* per item: the daemon's reason text, kept until delivered */
-        BusJob *jobs;
-        size_t n_jobs, next_job;  /* jobs are made up front, one per batch; next_job is submitted next */
-        size_t in_flight;
+        bool *in_flight;          /* per item: sent, no result yet */
+        size_t next_item;         /* first item neither sent nor answered here */
+        size_t files_in_flight, window;
+        unsigned calls_out;       /* calls without a reply */
+        ClientJob *jobs;
+        ClientJob *cur;           /* the open job the next files go to */
+        BusCall *retry, **retry_tail;
+        uint64_t retry_at;
+        size_t results_seen, retry_results;
+        bool legacy;              /* fhashd without open jobs: one job per call */
+        bool probed;              /* fhashd accepted an open job: never fall back */
+        bool stop;                /* our job was cancelled: so is the rest */
         sd_bus_message **pending; /* signals about a job whose reply has not been processed yet */
         size_t n_pending;
-        uint64_t retry_at;        /* Busy with nothing in flight: wait until then */
+        Orphan *orphans;
+        size_t n_orphans;
         uint64_t bytes_finished, bytes_total;
         size_t files_finished;
         int error;                /* fatal: stop and return it */
         sd_bus_error *ret_error;
         const char *daemon;       /* unique name of fhashd: signals from anybody else are ignored */
-} BusClient;
+};
 
-static BusJob *job_by_path(BusClient *c, const char *path)
+static ClientJob *job_by_path(BusClient *c, const char *path)
 {
-        for (size_t i = 0; i < c->n_jobs; i++)
-                if (c->jobs[i].path && streq(c->jobs[i].path, path))
-                        return &c->jobs[i];
+        for (ClientJob *j = c->jobs; j; j = j->next)
+                if (j->path && streq(j->path, path))
+                        return j;
         return NULL;
 }
 
-static void deliver(BusClient *c, size_t item, RunStatus status, int error, const char *message, uint64_t size,
-                    const char *hex)
+static int client_job_new(BusClient *c, HashAlgo algo, ClientJob **ret)
+{
+        ClientJob *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return -ENOMEM;
+        j->client = c;
+        j->algo = algo;
+        j->next = c->jobs;
+        c->jobs = j;
+        *ret = j;
+        return 0;
+}
+
+static void deliver(BusClient *c, ClientJob *j, size_t item, RunStatus status, int error, const char *message,
+                    uint64_t size, const char *hex)
 {
         RunResult r = { .index = item, .status = status, .error = error, .size = size };
 
+        if (item >= c->n_items || c->order.have[item])
+                return;
+        if (c->in_flight[item]) {
+                c->in_flight[item] = false;
+                c->files_in_flight--;
+        }
+        c->results_seen++;
         if (message && !c->messages[item]) {
                 c->messages[item] = strdup(message);
                 r.message = c->messages[item];
@@ -99,6 +193,8 @@ static void deliver(BusClient *c, size_t item, RunStatus status, int error, cons
                 strcpy(r.hex, hex);
         if (status == RUN_OK) {
                 c->bytes_finished += size;
+                if (j)
+                        j->bytes_delivered += size;
         }
         c->files_finished++;
         run_order_put(&c->order, &r);
@@ -132,7 +228,48 @@ static void parse_file_error(const char *e, RunStatus *ret_status, int *ret_errn
                         *ret_errno = map[i].err;
 }
 
-static int handle_files_hashed(BusClient *c, BusJob *j, sd_bus_message *m)
+static int add_orphan(BusClient *c, ClientJob *j, uint32_t index, RunStatus status, int error, const char *reason,
+                      uint64_t size, const char *hex)
+{
+        Orphan *o, *n = reallocarray(c->orphans, c->n_orphans + 1, sizeof(Orphan));
+
+        if (!n)
+                return -ENOMEM;
+        c->orphans = n;
+        o = &c->orphans[c->n_orphans];
+        *o = (Orphan){ .job = j, .index = index, .status = status, .error = error, .size = size };
+        if (reason) {
+                o->reason = strdup(reason);
+                if (!o->reason)
+                        return -ENOMEM;
+        }
+        if (hex && strlen(hex) < sizeof(o->hex))
+                strcpy(o->hex, hex);
+        c->n_orphans++;
+        return 0;
+}
+
+/* Delivers the orphans of j whose index is known now (or drops them all once j has finished). */
+static void replay_orphans(BusClient *c, ClientJob *j)
+{
+        size_t k = 0;
+
+        for (size_t i = 0; i < c->n_orphans; i++) {
+                Orphan *o = &c->orphans[i];
+
+                if (o->job == j && o->index < j->n_items && j->items[o->index] != SIZE_MAX)
+                        deliver(c, j, j->items[o->index], o->status, o->error, o->reason, o->size,
+                                o->hex[0] ? o->hex : NULL);
+                else if (o->job != j || !j->finished) {
+                        c->orphans[k++] = *o;
+                        continue;
+                }
+                free(o->reason);
+        }
+        c->n_orphans = k;
+}
+
+static int handle_files_hashed(BusClient *c, ClientJob *j, sd_bus_message *m)
 {
         const char *name, *hex, *e;
         uint64_t size;
@@ -147,39 +284,44 @@ static int handle_files_hashed(BusClient *c, BusJob *j, sd_bus_message *m)
                 const char *reason = NULL;
                 int error = 0;
 
-                if (index >= j->n || j->got[index])
-                        continue;
-                j->got[index] = true;
                 if (e[0])
                         parse_file_error(e, &status, &error, &reason);
-                deliver(c, j->idx[index], status, error, reason, size, hex[0] ? hex : NULL);
+                if (index < j->n_items && j->items[index] != SIZE_MAX)
+                        deliver(c, j, j->items[index], status, error, reason, size, hex[0] ? hex : NULL);
+                else {
+                        r = add_orphan(c, j, index, status, error, reason, size, hex[0] ? hex : NULL);
+                        if (r < 0)
+                                return r;
+                }
         }
         if (r < 0)
                 return r;
         return sd_bus_message_exit_container(m);
 }
 
-static void job_done(BusClient *c, BusJob *j)
+static void job_finished(BusClient *c, ClientJob *j, const char *result)
 {
         if (j->finished)
                 return;
         j->finished = true;
-        if (j->in_flight) {
-                j->in_flight = false;
-                c->in_flight--;
-        }
+        j->open = false;
+        if (c->cur == j)
+                c->cur = NULL;
         /* Inputs without a result (the job was cancelled under us, e.g. fhashd stopping). */
-        for (size_t k = 0; k < j->n; k++)
-                if (!j->got[k]) {
-                        j->got[k] = true;
-                        deliver(c, j->idx[k], RUN_CANCELLED, -ECANCELED, NULL, 0, NULL);
-                }
+        for (size_t k = 0; k < j->n_items; k++)
+                if (j->items[k] != SIZE_MAX)
+                        deliver(c, j, j->items[k], RUN_CANCELLED, -ECANCELED, NULL, 0, NULL);
+        replay_orphans(c, j);
+        /* Someone cancelled the job this run feeds (fhashctl cancel, fhashd stopping): the files
+         * not sent yet are cancelled with it rather than going to a new job. */
+        if (!c->legacy && streq(result, "cancelled"))
+                c->stop = true;
 }
 
 static int handle_signal_for(BusClient *c, sd_bus_message *m)
 {
-        const char *path;
-        BusJob *j;
+        const char *path, *result = "";
+        ClientJob *j;
         int r;
 
         if (!sd_bus_message_has_signature(m, "oa(ustss)") && !sd_bus_message_has_signature(m, "osuu"))
@@ -199,7 +341,10 @@ static int handle_signal_for(BusClient *c, sd_bus_message *m)
         }
         if (sd_bus_message_is_signal(m, FHASH_MANAGER_INTERFACE, "FilesHashed"))
                 return handle_files_hashed(c, j, m);
-        job_done(c, j);
+        r = sd_bus_message_read(m, "s", &result);
+        if (r < 0)
+                return r;
+        job_finished(c, j, result);
         return 0;
 }
 
@@ -220,7 +365,7 @@ static int on_properties(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
 {
         BusClient *c = userdata;
         const char *iface, *key;
-        BusJob *j;
+        ClientJob *j;
 
         if (!streq_ptr(sd_bus_message_get_sender(m), c->daemon))
                 return 0;
@@ -278,50 +423,6 @@ static void replay_pending(BusClient *c)
         c->n_pending = k;
 }
 
-static int submit(BusClient *c, BusJob *j);
-
-static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
-{
-        BusJob *j = userdata;
-        BusClient *c = j->client;
-        const sd_bus_error *e = sd_bus_message_get_error(m);
-        const char *path;
-        int r;
-
-        j->call = sd_bus_slot_unref(j->call);
-        if (e) {
-                if (sd_bus_error_has_name(e, FHASH_ERROR_BUSY)) {
-                        /* Over our quota: try again once one of our jobs has ended. */
-                        j->in_flight = false;
-                        c->in_flight--;
-                        j->retry = true;
-                        if (c->in_flight == 0)
-                                c->retry_at = progress_now_usec() + 200000;
-                        return 0;
-                }
-                for (size_t k = 0; k < j->n; k++)
-                        j->got[k] = true, deliver(c, j->idx[k], RUN_ERROR, -sd_bus_error_get_errno(e),
-                                                  e->message ?: e->name, 0, NULL);
-                j->finished = true;
-                j->in_flight = false;
-                c->in_flight--;
-                return 0;
-        }
-        r = sd_bus_message_read(m, "o", &path);
-        if (r >= 0) {
-                j->path = strdup(path);
-                if (!j->path)
-                        r = -ENOMEM;
-        }
-        if (r < 0) {
-                if (c->error == 0)
-                        c->error = r;
-                return 0;
-        }
-        replay_pending(c);
-        return 0;
-}
-
 static int open_input(const RunItem *item, int *ret_fd, uint64_t *ret_size)
 {
         _cleanup_close_ int fd = -EBADF;
@@ -343,131 +444,519 @@ static int open_input(const RunItem *item, int *ret_fd, uint64_t *ret_size)
         return 0;
 }
 
-/* Opens the job's files and sends its HashFds. Files that fail to open are answered right here. */
-static int submit(BusClient *c, BusJob *j)
+/* Appends {"key": as} with the n strings get(c, call, k). */
+static int append_strv_option(sd_bus_message *m, const char *key, const BusCall *call,
+                              const char *(*get)(const BusClient *c, size_t item))
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int fds[FHASH_MAX_FDS_PER_CALL];
-        size_t sent[FHASH_MAX_FDS_PER_CALL];
-        size_t n = 0;
-        bool any_expected = false, names_utf8 = true, any_stream = false;
         int r;
 
-        j->retry = false;
-        for (size_t k = 0; k < j->n; k++) {
-                const RunItem *it = &c->items[j->idx[k]];
-                uint64_t size = 0;
-                int fd = -EBADF;
+        r = sd_bus_message_open_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, "as");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "s");
+        for (size_t k = 0; r >= 0 && k < call->n; k++)
+                r = sd_bus_message_append(m, "s", get(call->client, call->idx[k]));
+        for (int close = 0; r >= 0 && close < 3; close++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
 
-                if (j->got[k])
-                        continue;
-                if (it->error < 0) {
-                        j->got[k] = true;
-                        deliver(c, j->idx[k], RUN_ERROR, it->error, NULL, 0, NULL);
-                        continue;
-                }
-                r = open_input(it, &fd, &size);
-                if (r < 0) {
-                        j->got[k] = true;
-                        deliver(c, j->idx[k], RUN_ERROR, r, NULL, 0, NULL);
-                        continue;
-                }
-                if (it->expected)
-                        any_expected = true;
+static const char *item_name(const BusClient *c, size_t item)
+{
+        return c->items[item].name;
+}
+
+static const char *item_expected(const BusClient *c, size_t item)
+{
+        return c->items[item].expected ?: "";
+}
+
+static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
+
+/* Sends call with fds[] (one per call->idx, closed here whatever happens). */
+static int call_send(BusClient *c, BusCall *call, int fds[])
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        ClientJob *j = call->job;
+        bool names_utf8 = true, any_expected = false;
+        int r;
+
+        for (size_t k = 0; k < call->n; k++) {
+                const RunItem *it = &c->items[call->idx[k]];
+
                 if (!output_is_utf8(it->name))
                         names_utf8 = false;
-                if (size == UINT64_MAX)
-                        any_stream = true;
-                fds[n] = fd;
-                sent[n++] = k;
-        }
-        if (n == 0) {
-                j->finished = true;
-                return 0;
+                if (it->expected)
+                        any_expected = true;
         }
 
-        /* The daemon numbers results by position in the call: keep only what was sent. */
-        for (size_t i = 0; i < n; i++) {
-                size_t k = sent[i];
-                size_t item = j->idx[k];
-                j->idx[i] = item;
-                j->got[i] = false;
-        }
-        j->n = n;
-
-        r = sd_bus_message_new_method_call(c->bus, &m, FHASH_BUS_NAME, FHASH_MANAGER_PATH,
-                                           FHASH_MANAGER_INTERFACE, "HashFds");
-        if (r >= 0)
+        if (call->kind == CALL_HASH_FDS)
+                r = sd_bus_message_new_method_call(c->bus, &m, FHASH_BUS_NAME, FHASH_MANAGER_PATH,
+                                                   FHASH_MANAGER_INTERFACE, "HashFds");
+        else
+                r = sd_bus_message_new_method_call(c->bus, &m, FHASH_BUS_NAME, j->path, FHASH_JOB_INTERFACE,
+                                                   call->kind == CALL_ADD_FDS ? "AddFds" : "Close");
+        if (r >= 0 && call->kind != CALL_CLOSE) {
                 r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "h");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(m, "h", fds[i]); /* sd-bus dups it */
-        for (size_t i = 0; i < n; i++)
-                safe_close(fds[i]);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", output_algo_name(c->items[j->idx[0]].algo));
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
-        /* Names are only labels for jobs and GetResults (results are matched by index), and D-Bus
-         * strings must be UTF-8: a batch with a name that is not goes without labels. */
-        if (r >= 0 && names_utf8) {
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+                for (size_t k = 0; r >= 0 && k < call->n; k++)
+                        r = sd_bus_message_append(m, "h", fds[k]); /* sd-bus dups it */
                 if (r >= 0)
-                        r = sd_bus_message_append(m, "s", "names");
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0 && call->kind == CALL_HASH_FDS)
+                        r = sd_bus_message_append(m, "s", output_algo_name(j->algo));
                 if (r >= 0)
-                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, "as");
+                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
+                /* Names are only labels for jobs and GetResults (results are matched by index), and
+                 * D-Bus strings must be UTF-8: a call with a name that is not goes without labels. */
+                if (r >= 0 && names_utf8)
+                        r = append_strv_option(m, "names", call, item_name);
+                if (r >= 0 && any_expected)
+                        r = append_strv_option(m, "expected", call, item_expected);
+                /* fhashd hashes a pipe or device only under an explicit size cap; the user asked for
+                 * this stream (e.g. '-'), so the cap is "no limit" as sha256sum has none. */
+                if (r >= 0 && call->stream)
+                        r = sd_bus_message_append(m, "{sv}", "max-size", "t", UINT64_MAX);
+                if (r >= 0 && call->kind == CALL_HASH_FDS && c->dontcache)
+                        r = sd_bus_message_append(m, "{sv}", "dontcache", "b", 1);
+                if (r >= 0 && call->more)
+                        r = sd_bus_message_append(m, "{sv}", "more", "b", 1);
                 if (r >= 0)
-                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "s");
-                for (size_t i = 0; r >= 0 && i < n; i++)
-                        r = sd_bus_message_append(m, "s", c->items[j->idx[i]].name);
-                for (int close = 0; r >= 0 && close < 3; close++)
                         r = sd_bus_message_close_container(m);
         }
-        if (r >= 0 && any_expected) {
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "s", "expected");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, "as");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "s");
-                for (size_t i = 0; r >= 0 && i < n; i++)
-                        r = sd_bus_message_append(m, "s", c->items[j->idx[i]].expected ?: "");
-                for (int close = 0; r >= 0 && close < 3; close++)
-                        r = sd_bus_message_close_container(m);
-        }
-        /* fhashd hashes a pipe or device only under an explicit size cap; the user asked for this
-         * stream (e.g. '-'), so the cap is "no limit" as sha256sum has none. */
-        if (r >= 0 && any_stream)
-                r = sd_bus_message_append(m, "{sv}", "max-size", "t", UINT64_MAX);
+        for (size_t k = 0; call->kind != CALL_CLOSE && k < call->n; k++)
+                fds[k] = safe_close(fds[k]);
         if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_call_async(c->bus, &j->call, m, on_reply, j, 0);
+                r = sd_bus_call_async(c->bus, &call->slot, m, on_reply, call, 0);
         if (r < 0)
                 return r;
-        j->in_flight = true;
-        c->in_flight++;
+
+        for (size_t k = 0; k < call->n; k++)
+                if (!c->in_flight[call->idx[k]]) {
+                        c->in_flight[call->idx[k]] = true;
+                        c->files_in_flight++;
+                }
+        j->n_sent += call->n;
+        j->calls++;
+        c->calls_out++;
         return 0;
 }
 
-/* Cuts the items into jobs: at most 16 inputs each, one algorithm each. */
-static int make_jobs(BusClient *c)
+static void call_free(BusCall *call)
 {
-        c->jobs = calloc(MAX(c->n_items, (size_t)1), sizeof(*c->jobs));
-        if (!c->jobs)
-                return -ENOMEM;
-        for (size_t i = 0; i < c->n_items; i++) {
-                BusJob *j = c->n_jobs > 0 ? &c->jobs[c->n_jobs - 1] : NULL;
+        if (!call)
+                return;
+        sd_bus_slot_unref(call->slot);
+        free(call);
+}
 
-                if (!j || j->n == FHASH_MAX_FDS_PER_CALL || c->items[j->idx[0]].algo != c->items[i].algo) {
-                        j = &c->jobs[c->n_jobs++];
-                        j->client = c;
-                }
-                j->idx[j->n++] = i;
+/* Closes j once nothing more is coming for it and all its calls are answered. */
+static int job_try_close(BusClient *c, ClientJob *j)
+{
+        BusCall *call;
+        int r;
+
+        if (!j->open || !j->want_close || !j->path || j->calls > 0 || j->retries > 0 || j->finished)
+                return 0;
+        call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (BusCall){ .client = c, .job = j, .kind = CALL_CLOSE };
+        r = call_send(c, call, NULL);
+        if (r < 0) {
+                call_free(call);
+                return r;
         }
+        j->open = false;
         return 0;
+}
+
+/* Nothing more goes to j. */
+static int job_stop_sending(BusClient *c, ClientJob *j)
+{
+        if (c->cur == j)
+                c->cur = NULL;
+        if (!j->open)
+                return 0;
+        j->want_close = true;
+        return job_try_close(c, j);
+}
+
+static void retry_later(BusClient *c, BusCall *call, bool at_once)
+{
+        call->slot = sd_bus_slot_unref(call->slot);
+        call->next = NULL;
+        if (at_once) {
+                /* First in line, and the wait is over. */
+                call->next = c->retry;
+                if (!c->retry)
+                        c->retry_tail = &call->next;
+                c->retry = call;
+                c->retry_at = 0;
+        } else {
+                *c->retry_tail = call;
+                c->retry_tail = &call->next;
+                c->retry_at = progress_now_usec() + RETRY_USEC;
+                c->retry_results = c->results_seen;
+        }
+        call->job->retries++;
+}
+
+/* The items of call are not in fhashd: they count as in flight no more. */
+static void call_unsend(BusClient *c, BusCall *call)
+{
+        for (size_t k = 0; k < call->n; k++)
+                if (c->in_flight[call->idx[k]]) {
+                        c->in_flight[call->idx[k]] = false;
+                        c->files_in_flight--;
+                }
+        call->job->n_sent -= call->n;
+}
+
+/* fhashd without open jobs: it refused "more" (InvalidArgs, an unknown option) or has no AddFds.
+ * From now on each call is a job of its own, as fhashctl did before open jobs. */
+static int fall_back(BusClient *c, BusCall *call)
+{
+        ClientJob *old = call->job;
+        int r;
+
+        c->legacy = true;
+        c->cur = NULL;
+        if (call->kind == CALL_ADD_FDS) {
+                /* The job it was for stays open until we disconnect; its earlier files still come. */
+                r = client_job_new(c, old->algo, &call->job);
+                if (r < 0)
+                        return r;
+        }
+        call->job->open = false;
+        call->kind = CALL_HASH_FDS;
+        call->more = false;
+        retry_later(c, call, true);
+        return 0;
+}
+
+static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        BusCall *call = userdata;
+        BusClient *c = call->client;
+        ClientJob *j = call->job;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        uint32_t first = 0;
+        int r = 0;
+
+        call->slot = sd_bus_slot_unref(call->slot);
+        c->calls_out--;
+        j->calls--;
+
+        if (call->kind == CALL_CLOSE) {
+                /* Closed, or already gone (finished, cancelled): either way nothing is left to do. */
+                call_free(call);
+                return 0;
+        }
+        if (e) {
+                call_unsend(c, call);
+                if (sd_bus_error_has_name(e, FHASH_ERROR_BUSY) || sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED)) {
+                        /* Over a quota: again once some of our files are done. */
+                        retry_later(c, call, false);
+                        return 0;
+                }
+                if (!c->probed && !c->legacy &&
+                    ((call->kind == CALL_HASH_FDS && call->more && sd_bus_error_has_name(e, SD_BUS_ERROR_INVALID_ARGS)) ||
+                     (call->kind == CALL_ADD_FDS && sd_bus_error_has_name(e, SD_BUS_ERROR_UNKNOWN_METHOD)))) {
+                        r = fall_back(c, call);
+                        goto finish;
+                }
+                for (size_t k = 0; k < call->n; k++)
+                        deliver(c, j, call->idx[k], RUN_ERROR, -sd_bus_error_get_errno(e), e->message ?: e->name, 0,
+                                NULL);
+                if (call->kind == CALL_HASH_FDS) {
+                        /* There is no job: nothing to send to or close. */
+                        j->open = false;
+                        if (c->cur == j)
+                                c->cur = NULL;
+                } else if (!call->more) {
+                        /* It did not close the job: Close() does, once the other calls are answered. */
+                        j->open = true;
+                        r = job_stop_sending(c, j);
+                }
+                call_free(call);
+                goto finish;
+        }
+
+        if (call->kind == CALL_HASH_FDS) {
+                const char *path;
+
+                r = sd_bus_message_read(m, "o", &path);
+                if (r >= 0) {
+                        j->path = strdup(path);
+                        if (!j->path)
+                                r = -ENOMEM;
+                }
+                if (r >= 0 && call->more)
+                        c->probed = true;
+        } else
+                r = sd_bus_message_read(m, "u", &first);
+        if (r >= 0 && (size_t)first + call->n > j->n_alloc) {
+                size_t na = MAX((size_t)first + call->n, j->n_alloc * 2);
+                size_t *ni = reallocarray(j->items, na, sizeof(size_t));
+
+                if (!ni)
+                        r = -ENOMEM;
+                else {
+                        for (size_t k = j->n_alloc; k < na; k++)
+                                ni[k] = SIZE_MAX;
+                        j->items = ni;
+                        j->n_alloc = na;
+                }
+        }
+        if (r >= 0) {
+                for (size_t k = 0; k < call->n; k++)
+                        j->items[first + k] = call->idx[k];
+                j->n_items = MAX(j->n_items, (size_t)first + call->n);
+                if (call->kind == CALL_HASH_FDS)
+                        replay_pending(c);
+                replay_orphans(c, j);
+                r = job_try_close(c, j);
+        }
+        call_free(call);
+finish:
+        if (r < 0 && c->error == 0)
+                c->error = r;
+        return 0;
+}
+
+/* Sends a call refused earlier again, with the files opened anew. */
+static int call_resend(BusClient *c, BusCall *call)
+{
+        ClientJob *j = call->job;
+        int fds[FHASH_MAX_FDS_PER_CALL];
+        size_t n = 0;
+        int r;
+
+        j->retries--;
+        for (size_t k = 0; k < call->n; k++) {
+                size_t item = call->idx[k];
+                uint64_t size;
+                int fd = -EBADF;
+
+                r = open_input(&c->items[item], &fd, &size);
+                if (r < 0) {
+                        deliver(c, j, item, RUN_ERROR, r, NULL, 0, NULL);
+                        continue;
+                }
+                fds[n] = fd;
+                call->idx[n++] = item;
+        }
+        call->n = n;
+        if (n == 0) {
+                if (call->kind == CALL_HASH_FDS) {
+                        j->open = false;
+                        if (c->cur == j)
+                                c->cur = NULL;
+                } else if (!call->more) {
+                        j->open = true;
+                        r = job_stop_sending(c, j);
+                        if (r < 0) {
+                                call_free(call);
+                                return r;
+                        }
+                }
+                call_free(call);
+                return 0;
+        }
+        r = call_send(c, call, fds);
+        if (r < 0)
+                call_free(call);
+        return r;
+}
+
+/* A pipe or a device: a job of its own, the only kind that gets "max-size". */
+static int send_stream(BusClient *c, size_t item, int fd)
+{
+        BusCall *call;
+        int r;
+
+        call = calloc(1, sizeof(*call));
+        if (!call) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        *call = (BusCall){ .client = c, .kind = CALL_HASH_FDS, .stream = true, .n = 1 };
+        call->idx[0] = item;
+        r = client_job_new(c, c->items[item].algo, &call->job);
+        if (r >= 0)
+                r = call_send(c, call, &fd);
+        else
+                safe_close(fd);
+        if (r < 0)
+                call_free(call);
+        return r;
+}
+
+/* Whether the next item could go to a job of algo that has had n_sent files. */
+static bool next_fits(const BusClient *c, HashAlgo algo, size_t n_sent)
+{
+        return c->next_item < c->n_items && c->items[c->next_item].algo == algo && n_sent < FILES_PER_JOB;
+}
+
+/* Sends the next call, or answers the next items here. Returns 1 if it has to wait for replies. */
+static int send_next(BusClient *c)
+{
+        const RunItem *it = &c->items[c->next_item];
+        ClientJob *j = c->cur;
+        int fds[FHASH_MAX_FDS_PER_CALL];
+        BusCall *call;
+        size_t room, n_sent;
+        bool last;
+        int r;
+
+        if (it->error < 0) {
+                deliver(c, NULL, c->next_item++, RUN_ERROR, it->error, NULL, 0, NULL);
+                return 0;
+        }
+        if (j && (j->finished || !j->open || j->algo != it->algo || j->n_sent >= FILES_PER_JOB)) {
+                r = job_stop_sending(c, j);
+                if (r < 0)
+                        return r;
+                j = NULL;
+        }
+        /* AddFds needs the job's path, from the HashFds reply. */
+        if (j && !j->path)
+                return 1;
+
+        n_sent = j ? j->n_sent : 0;
+        room = MIN((size_t)FHASH_MAX_FDS_PER_CALL, FILES_PER_JOB - n_sent);
+        if (j && j->calls > 0) {
+                /* The call that sends the job's last files closes it, so it waits until the job's
+                 * other calls are answered: one of them may come back Busy and go again. */
+                size_t left = 0;
+
+                for (size_t i = c->next_item; i < c->n_items && left <= room && c->items[i].algo == it->algo; i++)
+                        left++;
+                if (left <= room)
+                        return 1;
+        }
+
+        call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (BusCall){ .client = c };
+        while (call->n < room && c->next_item < c->n_items && c->items[c->next_item].algo == it->algo) {
+                const RunItem *x = &c->items[c->next_item];
+                uint64_t size = 0;
+                int fd = -EBADF;
+
+                if (x->error < 0) {
+                        deliver(c, NULL, c->next_item++, RUN_ERROR, x->error, NULL, 0, NULL);
+                        continue;
+                }
+                r = open_input(x, &fd, &size);
+                if (r < 0) {
+                        deliver(c, NULL, c->next_item++, RUN_ERROR, r, NULL, 0, NULL);
+                        continue;
+                }
+                if (size == UINT64_MAX) {
+                        r = send_stream(c, c->next_item++, fd);
+                        if (r < 0)
+                                goto fail;
+                        continue;
+                }
+                fds[call->n] = fd;
+                call->idx[call->n++] = c->next_item++;
+        }
+        last = c->legacy || !next_fits(c, it->algo, n_sent + call->n);
+        if (call->n == 0) {
+                call_free(call);
+                /* Everything failed to open; if that was all the job was to get, close it. */
+                if (j && last)
+                        return job_stop_sending(c, j);
+                return 0;
+        }
+
+        if (!j) {
+                r = client_job_new(c, it->algo, &j);
+                if (r < 0)
+                        goto fail;
+                call->kind = CALL_HASH_FDS;
+        } else
+                call->kind = CALL_ADD_FDS;
+        call->job = j;
+        /* A run of up to 16 files is one plain HashFds, as without open jobs. */
+        call->more = !c->legacy && !(last && j->calls == 0);
+        r = call_send(c, call, fds);
+        if (r < 0) {
+                call_free(call);
+                return r;
+        }
+        j->open = call->more;
+        c->cur = call->more ? j : NULL;
+        if (call->more && last)
+                return job_stop_sending(c, j);
+        return 0;
+
+fail:
+        for (size_t k = 0; k < call->n; k++)
+                safe_close(fds[k]);
+        call_free(call);
+        return r;
+}
+
+/* Our job was cancelled: everything not sent yet is cancelled too. */
+static void cancel_rest(BusClient *c)
+{
+        while (c->retry) {
+                BusCall *call = c->retry;
+
+                c->retry = call->next;
+                call->job->retries--;
+                for (size_t k = 0; k < call->n; k++)
+                        deliver(c, call->job, call->idx[k], RUN_CANCELLED, -ECANCELED, NULL, 0, NULL);
+                call_free(call);
+        }
+        c->retry_tail = &c->retry;
+        for (; c->next_item < c->n_items; c->next_item++)
+                deliver(c, NULL, c->next_item, RUN_CANCELLED, -ECANCELED, NULL, 0, NULL);
+}
+
+/* Sends what the window allows. */
+static int pump(BusClient *c)
+{
+        int r;
+
+        for (;;) {
+                size_t window = c->legacy ? LEGACY_CALLS_IN_FLIGHT * FHASH_MAX_FDS_PER_CALL : c->window;
+
+                if (c->error < 0)
+                        return c->error;
+                if (c->stop) {
+                        cancel_rest(c);
+                        return 0;
+                }
+                if (c->files_in_flight + FHASH_MAX_FDS_PER_CALL > window)
+                        return 0;
+                if (c->retry) {
+                        BusCall *call = c->retry;
+
+                        if (progress_now_usec() < c->retry_at && c->results_seen == c->retry_results)
+                                return 0;
+                        c->retry = call->next;
+                        if (!c->retry)
+                                c->retry_tail = &c->retry;
+                        r = call_resend(c, call);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (c->next_item >= c->n_items)
+                        return 0;
+                r = send_next(c);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return 0;
+        }
 }
 
 static void draw_progress(BusClient *c, Progress *p)
@@ -477,27 +966,60 @@ static void draw_progress(BusClient *c, Progress *p)
 
         if (!p || !p->enabled)
                 return;
-        for (size_t i = 0; i < c->next_job; i++)
-                if (c->jobs[i].in_flight)
-                        s.bytes_done += c->jobs[i].bytes_done;
+        for (ClientJob *j = c->jobs; j; j = j->next)
+                if (!j->finished && j->bytes_done > j->bytes_delivered)
+                        s.bytes_done += j->bytes_done - j->bytes_delivered;
         progress_update(p, &s);
 }
 
 static void client_free(BusClient *c)
 {
-        for (size_t i = 0; i < c->n_jobs; i++) {
-                sd_bus_slot_unref(c->jobs[i].call);
-                free(c->jobs[i].path);
+        while (c->jobs) {
+                ClientJob *j = c->jobs;
+
+                c->jobs = j->next;
+                free(j->path);
+                free(j->items);
+                free(j);
         }
-        free(c->jobs);
+        while (c->retry) {
+                BusCall *call = c->retry;
+
+                c->retry = call->next;
+                call_free(call);
+        }
         for (size_t i = 0; i < c->n_pending; i++)
                 sd_bus_message_unref(c->pending[i]);
         free(c->pending);
+        for (size_t i = 0; i < c->n_orphans; i++)
+                free(c->orphans[i].reason);
+        free(c->orphans);
         if (c->messages)
                 for (size_t i = 0; i < c->n_items; i++)
                         free(c->messages[i]);
         free(c->messages);
+        free(c->in_flight);
         run_order_deinit(&c->order);
+}
+
+/* How many files may be in flight: FILES_IN_FLIGHT, unless our own fd limit is lower. Until
+ * dbus-daemon has read them, the fds of queued calls are ours (sd-bus holds a dup in each message,
+ * and the kernel counts fds in a socket against the sender's RLIMIT_NOFILE); the soft limit goes up
+ * to the hard one first, as nothing here uses select(). */
+static size_t files_window(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return FILES_IN_FLIGHT / 4;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        (void)getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 2 * FILES_IN_FLIGHT + 64)
+                return FILES_IN_FLIGHT;
+        return MAX((size_t)FHASH_MAX_FDS_PER_CALL, ((size_t)rl.rlim_cur - 64) / 2);
 }
 
 /* bus_client_run() once c->order is set up; c is the caller's to free, whatever this returns. */
@@ -510,11 +1032,11 @@ static int client_run(BusClient *c, Progress *progress)
         int r;
 
         c->messages = calloc(MAX(n, (size_t)1), sizeof(char *));
-        if (!c->messages)
+        c->in_flight = calloc(MAX(n, (size_t)1), sizeof(bool));
+        if (!c->messages || !c->in_flight)
                 return -ENOMEM;
-        r = make_jobs(c);
-        if (r < 0)
-                return r;
+        c->retry_tail = &c->retry;
+        c->window = files_window();
 
         {
                 _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
@@ -546,26 +1068,17 @@ static int client_run(BusClient *c, Progress *progress)
                                 c->bytes_total += (uint64_t)st.st_size;
                 }
 
-        while (c->order.next < n) {
-                if (c->error < 0)
-                        return c->error;
-
-                /* Retries first (they were refused as Busy), then new jobs, within the window. */
-                for (size_t i = 0; i < c->next_job && c->in_flight < BUS_CLIENT_JOBS_IN_FLIGHT; i++)
-                        if (c->jobs[i].retry && progress_now_usec() >= c->retry_at) {
-                                r = submit(c, &c->jobs[i]);
-                                if (r < 0)
-                                        return r;
-                        }
-                while (c->next_job < c->n_jobs && c->in_flight < BUS_CLIENT_JOBS_IN_FLIGHT) {
-                        r = submit(c, &c->jobs[c->next_job++]);
-                        if (r < 0)
-                                return r;
-                }
+        /* Until every item is delivered and every call answered (a last Close() included). */
+        while (c->order.next < n || c->calls_out > 0) {
+                r = pump(c);
+                if (r < 0)
+                        return r;
 
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
                         return r;
+                if (c->error < 0)
+                        return c->error;
                 if (r > 0)
                         continue;
                 draw_progress(c, progress);
@@ -577,10 +1090,10 @@ static int client_run(BusClient *c, Progress *progress)
         return 0;
 }
 
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, void *userdata,
+int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata,
                    Progress *progress, sd_bus_error *error)
 {
-        BusClient c = { .bus = bus, .items = items, .n_items = n, .ret_error = error };
+        BusClient c = { .bus = bus, .items = items, .n_items = n, .dontcache = dontcache, .ret_error = error };
         int r;
 
         r = run_order_init(&c.order, items, n, fn, userdata, progress);

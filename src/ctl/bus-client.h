@@ -2,6 +2,7 @@
 /* bus-client.h: fhashctl's side of org.fhash.Hasher1: connect, HashFds batches, jobs, status */
 #pragma once
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <systemd/sd-bus.h>
 
@@ -19,17 +20,22 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
 
 /*
  * Hashes items through fhashd. fhashctl opens every file itself and passes fds, FHASH_MAX_FDS_PER_CALL
- * per HashFds call, each call one job; up to BUS_CLIENT_JOBS_IN_FLIGHT jobs are outstanding at a time,
- * which keeps the daemon's queue fed while bounding our open fds (128) well under the per-uid job cap
- * (64 by default; a Busy answer makes us wait for one of our jobs to end and retry). Expected digests
- * are passed as the "expected" option, so the daemon compares and reports Mismatch.
+ * per call. All the files of a run (up to 65,536, of one algorithm) go to one job: HashFds with the
+ * "more" option opens it, pipelined AddFds calls feed it, the last one (or a Close()) closes it. At
+ * most 1,024 files are in flight (sent, no result yet): each is an fd fhashd holds open until the file
+ * is hashed. A Busy answer (a per-uid quota) sends the call again once some of our files are done. A
+ * pipe or device goes into a job of its own with "max-size". Expected digests are passed as the
+ * "expected" option, so the daemon compares and reports Mismatch. dontcache sets "dontcache" on every
+ * job. Results are delivered to fn in input order.
+ *
+ * An older fhashd without open jobs refuses "more" (InvalidArgs) or AddFds (UnknownMethod): then each
+ * call is a job of its own, 8 at a time, as before.
  *
  * Race-freedom: the match for FilesHashed/JobFinished is added (synchronously, so dbus-daemon has it)
  * before the first call, and signals for a job path not known yet (its HashFds reply not processed)
  * are kept and replayed once the reply names the job, so no result can be lost whatever the order.
  */
-#define BUS_CLIENT_JOBS_IN_FLIGHT 8
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, RunResultFn fn, void *userdata,
+int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata,
                    Progress *progress, sd_bus_error *error);
 
 /* The manager's properties, "Name: value" lines. */

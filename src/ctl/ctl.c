@@ -33,6 +33,7 @@ typedef struct Args {
         BusKind bus_kind;
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
+        bool no_cache;
         char **rest;
         size_t n_rest;
 } Args;
@@ -79,7 +80,9 @@ static const char *const verb_help[][2] = {
           "                         the objects (\"error\"), not on stderr; names that are not UTF-8\n"
           "                         carry each bad byte as \\udcXX (Python's surrogateescape)\n"
           "      --progress         draw progress on stderr (only if a terminal) from the start\n"
-          "      --no-progress      never draw progress (default: after ~1 s on a terminal)\n" },
+          "      --no-progress      never draw progress (default: after ~1 s on a terminal)\n"
+          "      --no-cache         ask the kernel not to keep the files in the page cache\n"
+          "                         (RWF_DONTCACHE where supported; fhashd's \"dontcache\" option)\n" },
         { "check",
           "Usage: fhashctl check [OPTION]... [SUMFILE]...\n"
           "Verify the checksums listed in SUMFILEs ('-' or none: standard input) written by\n"
@@ -94,7 +97,7 @@ static const char *const verb_help[][2] = {
           "  -w, --warn             warn about improperly formatted lines\n"
           "  -z, --zero             SUMFILE lines end with NUL\n"
           "      --json             one JSON object per file, then a summary object per SUMFILE\n"
-          "      --progress, --no-progress   as for hash\n" },
+          "      --progress, --no-progress, --no-cache   as for hash\n" },
         { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
         { "watch", "Usage: fhashctl watch JOB\nFollow a job's progress until it ends (JOB: id or object path).\n"
                    "Exit status 0 if it ended 'done', 1 otherwise.\n" },
@@ -167,6 +170,7 @@ enum {
         ARG_STATUS,
         ARG_STRICT,
         ARG_IGNORE_MISSING,
+        ARG_NO_CACHE,
         ARG_VERSION,
 };
 
@@ -193,6 +197,7 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "status", no_argument, NULL, ARG_STATUS },
                 { "strict", no_argument, NULL, ARG_STRICT },
                 { "ignore-missing", no_argument, NULL, ARG_IGNORE_MISSING },
+                { "no-cache", no_argument, NULL, ARG_NO_CACHE },
                 { "warn", no_argument, NULL, 'w' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -276,6 +281,9 @@ static int parse_args(int argc, char *argv[], Args *a)
                 case ARG_IGNORE_MISSING:
                         a->ignore_missing = true;
                         break;
+                case ARG_NO_CACHE:
+                        a->no_cache = true;
+                        break;
                 case 'w':
                         a->warn = true;
                         break;
@@ -338,7 +346,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
                 }
         }
         if (bus) {
-                r = bus_client_run(bus, items, n, fn, userdata, &progress, &error);
+                r = bus_client_run(bus, items, n, a->no_cache, fn, userdata, &progress, &error);
                 sd_bus_flush_close_unref(bus);
                 if (r < 0) {
                         err("hashing through fhashd failed: %s",
@@ -347,7 +355,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
                 }
                 return 0;
         }
-        r = run_local(items, n, fn, userdata, &progress);
+        r = run_local(items, n, a->no_cache, fn, userdata, &progress);
         if (r < 0)
                 err("cannot start the hashing engine: %s", strerror(-r));
         return r;

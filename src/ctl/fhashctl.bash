@@ -9,8 +9,8 @@ _fhashctl()
     local verbs="hash check jobs watch cancel status algorithms"
     local global="--local --daemon --system --user --address --help --version"
     local -A opts=(
-        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag -z --zero --json --progress --no-progress"
-        [check]="-a --algorithm --ignore-missing --quiet --status --strict -w --warn -z --zero --json --progress --no-progress"
+        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag -z --zero --json --progress --no-progress --no-cache"
+        [check]="-a --algorithm --ignore-missing --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache"
         [watch]="--progress --no-progress"
     )
 

@@ -59,6 +59,7 @@ void run_order_deinit(RunOrder *o);
 /* Stores a result and delivers every result that is now in order. Sets MISMATCH from expected. */
 void run_order_put(RunOrder *o, const RunResult *r);
 
-/* Hashes in this process with the engine (one engine job per algorithm, all running at once).
+/* Hashes in this process with the engine (one engine job per algorithm, all running at once);
+ * dontcache asks the engine not to keep the files in the page cache (EngineJobOptions.dontcache).
  * Returns 0 once every item was delivered, or -errno if the engine could not start. */
-int run_local(const RunItem *items, size_t n, RunResultFn fn, void *userdata, Progress *progress);
+int run_local(const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata, Progress *progress);

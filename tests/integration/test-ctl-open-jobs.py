@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# test-ctl-open-jobs.py: fhashctl through fhashd puts a run's files into one job fed by many calls
+# (HashFds "more", then pipelined AddFds) and prints exactly what --local prints: 2,000 files in one
+# job, --no-cache (it reaches fhashd), check mode with expected digests, more files than one job takes
+# (65,536: a second job), a per-uid file quota far below fhashctl's 1,024 files in flight (Busy, sent
+# again), and an older daemon without open jobs (one job per call, as before).
+import hashlib
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fhashtest as ft  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+
+
+def fhashctl():
+    p = os.environ.get("FHASHCTL", "")
+    if not p:
+        build = os.environ.get("FHASH_BUILD_ROOT", "")
+        p = os.path.join(build, "src", "fhashctl") if build else ""
+    if not p or not os.access(p, os.X_OK):
+        ft.skip("$FHASHCTL is not set or not executable")
+    return p
+
+
+def run(args, cwd, stdin=None):
+    return subprocess.run([fhashctl()] + args, cwd=cwd, capture_output=True, timeout=300, input=stdin)
+
+
+def same_as_local(address, args, cwd, what, stdin=None):
+    loc = run(["--local"] + args, cwd, stdin)
+    bus = run(["--daemon", "--address", address] + args, cwd, stdin)
+    ft.check(bus.returncode == loc.returncode,
+             f"{what}: exit {bus.returncode} through fhashd, {loc.returncode} --local: {bus.stderr[-300:]!r}")
+    ft.check(bus.stdout == loc.stdout, f"{what}: stdout differs from --local")
+    ft.check(bus.stderr == loc.stderr, f"{what}: stderr differs: {bus.stderr[-300:]!r} vs {loc.stderr[-300:]!r}")
+    return bus
+
+
+def jobs_of(conn):
+    """{job: (State, FilesTotal)} of every job fhashd lists for us (root: all)."""
+    out = {}
+    for j in ft.manager(conn).ListJobs():
+        out[str(j)] = (str(ft.job_prop(conn, str(j), "State")), int(ft.job_prop(conn, str(j), "FilesTotal")))
+    return out
+
+
+def new_jobs(conn, before):
+    ft.wait_for(lambda: all(s in ("done", "failed", "cancelled") for s, _ in jobs_of(conn).values()), 10)
+    return {j: v for j, v in jobs_of(conn).items() if j not in before}
+
+
+def test_one_job(bus, tmp):
+    d = os.path.join(tmp, "two-k")
+    files = ft.make_files(d, 2000, max_size=9000, seed=21)
+    names = [os.path.basename(p) for p in files]
+    with ft.Daemon(bus, "--workers", "2") as dmn:
+        conn = bus.connect()
+        before = jobs_of(conn)
+        same_as_local(bus.address, ["hash"] + names, d, "2,000 files")
+        jobs = new_jobs(conn, before)
+        ft.check(list(jobs.values()) == [("done", 2000)], f"2,000 files went to jobs {jobs}")
+        calls = dmn.log().count(" more inputs from index ")
+        ft.check(calls >= 2000 // 16 - 1, f"only {calls} AddFds calls in fhashd's log")
+
+        # --no-cache: the same digests, and the jobs had "dontcache".
+        before = jobs_of(conn)
+        log0 = len(dmn.log())
+        same_as_local(bus.address, ["hash", "--no-cache", "-a", "blake3"] + names[:100], d, "--no-cache")
+        ft.check(", dontcache, more to come" in dmn.log()[log0:], "fhashd did not get dontcache")
+        ft.check(list(new_jobs(conn, before).values()) == [("done", 100)], "--no-cache jobs")
+        log0 = len(dmn.log())
+        same_as_local(bus.address, ["hash", "--no-cache"] + names[:3], d, "--no-cache, one call")
+        ft.check(", dontcache." in dmn.log()[log0:], "fhashd did not get dontcache on a one-call job")
+
+        # check: expected digests go with the AddFds calls; a mismatch and a missing file among them.
+        sums = os.path.join(tmp, "SUMS")
+        with open(sums, "w") as f:
+            for i, n in enumerate(names):
+                h = hashlib.sha256(open(os.path.join(d, n), "rb").read()).hexdigest()
+                f.write(f"{'0' * 64 if i == 1234 else h}  {n}\n")
+            f.write(f"{'1' * 64}  missing-file\n")
+        before = jobs_of(conn)
+        r = same_as_local(bus.address, ["check", sums], d, "check of 2,000")
+        ft.check(r.returncode == 1 and b"f01234: FAILED" in r.stdout, f"check: {r.returncode} {r.stdout[-200:]!r}")
+        jobs = new_jobs(conn, before)
+        ft.check(list(jobs.values()) == [("failed", 2000)], f"check went to jobs {jobs}")
+        same_as_local(bus.address, ["check", "--no-cache", "--quiet", sums], d, "check --no-cache")
+
+        # Standard input (a pipe: a job of its own) among files, a directory and a missing file.
+        stdin = os.urandom(100000)
+        before = jobs_of(conn)
+        same_as_local(bus.address, ["hash"] + names[:40] + ["-", ".", "nope"] + names[40:80], d,
+                      "stdin among files", stdin=stdin)
+        jobs = sorted(v for v in new_jobs(conn, before).values())
+        ft.check(jobs == [("done", 1), ("done", 80)], f"stdin among files: jobs {jobs}")
+        conn.close()
+    ft.log("ok: fhashctl: 2,000 files in one job, --no-cache reaches fhashd, check, stdin: all as --local")
+
+
+def test_many_files(bus, tmp):
+    """More files than one job takes: the run goes on in a second job."""
+    d = os.path.join(tmp, "many")
+    os.makedirs(d)
+    n = 65536 + 300
+    for i in range(n):
+        with open(os.path.join(d, f"g{i:06d}"), "wb") as f:
+            f.write(b"%d" % (i % 97))
+    with ft.Daemon(bus, "--workers", "2") as dmn:
+        conn = bus.connect()
+        before = jobs_of(conn)
+        same_as_local(bus.address, ["hash", "-a", "xxh3", "-r", "."], d, f"{n} files")
+        jobs = sorted(v for v in new_jobs(conn, before).values())
+        ft.check(jobs == [("done", 300), ("done", 65536)], f"{n} files went to jobs {jobs}")
+        conn.close()
+    ft.log(f"ok: fhashctl: {n} files in two jobs (65,536 + 300), output as --local")
+
+
+def test_quota(bus, tmp):
+    """A file quota far below the files fhashctl keeps in flight: Busy answers, calls sent again."""
+    d = os.path.join(tmp, "two-k")
+    names = sorted(os.listdir(d))
+    with ft.Daemon(bus, "--workers", "1", "--max-files-per-uid", "40", "--max-jobs-per-uid", "2") as dmn:
+        same_as_local(bus.address, ["hash"] + names, d, "quota of 40 files")
+        ft.check("more inputs from index" in dmn.log(), "no AddFds under the quota")
+        # Standard input needs a second job: with a job quota of 1 it waits for a slot.
+        same_as_local(bus.address, ["hash"] + names[:30] + ["-"] + names[30:60], d, "quota, stdin",
+                      stdin=b"abc")
+    with ft.Daemon(bus, "--workers", "1", "--max-jobs-per-uid", "1"):
+        same_as_local(bus.address, ["hash"] + names[:30] + ["-"] + names[30:60], d, "one job, stdin",
+                      stdin=b"abc")
+    ft.log("ok: fhashctl under a 40-file quota and a 1-job quota: output as --local")
+
+
+# ---- an fhashd from before open jobs: HashFds without "more", no AddFds -------------------------
+
+def client_old_daemon(address):
+    import dbus
+    import dbus.service
+    from gi.repository import GLib
+    ft.glib_mainloop()
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    algos = {"sha256": hashlib.sha256, "md5": hashlib.md5, "sha1": hashlib.sha1, "sha512": hashlib.sha512}
+    known = ("names", "expected", "max-size", "dontcache")
+    calls = []
+
+    def send(dest, name, sig, *args):
+        m = dbus.lowlevel.SignalMessage(ft.MANAGER_PATH, ft.MANAGER_IFACE, name)
+        m.set_destination(dest)
+        m.append(*args, signature=sig)
+        conn.send_message(m)
+
+    class OldManager(dbus.service.Object):
+        @dbus.service.method(ft.MANAGER_IFACE, in_signature="ahsa{sv}", out_signature="o", sender_keyword="sender")
+        def HashFds(self, fds, algo, options, sender=None):
+            for k in options:
+                if k not in known:
+                    raise dbus.exceptions.DBusException(f'options: unknown option "{k}" (known: {", ".join(known)})',
+                                                        name=ft.ERR_INVALID_ARGS)
+            calls.append(len(fds))
+            path = f"/org/fhash/Hasher1/job/{len(calls)}"
+            results = []
+            for i, fd in enumerate(fds):
+                with os.fdopen(fd.take(), "rb") as f:
+                    digest = algos[str(algo)](f.read()).hexdigest()
+                exp = options.get("expected")
+                err = "" if not exp or not exp[i] or exp[i].lower() == digest else \
+                    "org.fhash.Hasher1.Error.Mismatch: expected it, got something else"
+                results.append((dbus.UInt32(i), "", dbus.UInt64(0), digest, err))
+
+            def later():
+                send(sender, "FilesHashed", "oa(ustss)", dbus.ObjectPath(path), results)
+                bad = sum(1 for r in results if r[4])
+                send(sender, "JobFinished", "osuu", dbus.ObjectPath(path), "failed" if bad else "done",
+                     dbus.UInt32(len(results) - bad), dbus.UInt32(bad))
+                return False
+            GLib.idle_add(later)
+            return dbus.ObjectPath(path)
+
+        @dbus.service.method("org.fhash.Test", in_signature="", out_signature="au")
+        def Calls(self):
+            return dbus.Array(calls, signature="u")
+
+    OldManager(conn, ft.MANAGER_PATH)
+    conn.request_name(ft.BUS_NAME)
+    print("ready", flush=True)
+    GLib.MainLoop().run()
+
+
+def test_old_daemon(bus, tmp):
+    import dbus
+    d = os.path.join(tmp, "two-k")
+    names = sorted(os.listdir(d))[:100]
+    p = subprocess.Popen(["/usr/bin/python3", HERE, "--client", "old-daemon", bus.address], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        ft.check(p.stdout.readline().strip() == "ready", "the old daemon did not start")
+        same_as_local(bus.address, ["hash"] + names, d, "old daemon, 100 files")
+        same_as_local(bus.address, ["hash", "-a", "md5"] + names[:5], d, "old daemon, 5 files")
+        sums = os.path.join(tmp, "SUMS")
+        same_as_local(bus.address, ["check", "--quiet", sums], d, "old daemon, check")
+        conn = bus.connect()
+        calls = [int(x) for x in conn.get_object(ft.BUS_NAME, ft.MANAGER_PATH).Calls(dbus_interface="org.fhash.Test")]
+        conn.close()
+        # 100 files: the refused HashFds with "more", then 7 calls of one job each; 5 files: one call.
+        ft.check(calls[:8] == [16] * 6 + [4, 5], f"calls to the old daemon: {calls[:12]}")
+    finally:
+        p.kill()
+        p.wait()
+    ft.log("ok: fhashctl with a daemon without open jobs falls back to one job per call, output as --local")
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--client":
+        if sys.argv[2] == "old-daemon":
+            client_old_daemon(*sys.argv[3:])
+        return
+    ft.require()
+    fhashctl()
+    ft.glib_mainloop()
+    with ft.Bus() as bus:
+        tmp = os.path.join(bus.dir, "files")
+        os.makedirs(tmp)
+        test_one_job(bus, tmp)
+        test_quota(bus, tmp)
+        test_old_daemon(bus, tmp)
+        test_many_files(bus, tmp)
+
+
+if __name__ == "__main__":
+    main()
