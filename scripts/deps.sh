@@ -13,6 +13,11 @@ fhash_test_packages=(
     coreutils b3sum xxhash openssl util-linux procps
     cppcheck clang-tidy clang
 )
+# bench/run only (it installs them when missing); the build and the tests never need them.
+fhash_bench_packages=(
+    rhash hashdeep fio python3-matplotlib
+    coreutils b3sum xxhash openssl util-linux findutils dbus linux-perf time
+)
 
 fhash_install_deps() {
     local want=("$@") missing=() p
