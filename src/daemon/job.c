@@ -521,6 +521,11 @@ static void on_job_done(EngineJob *ej, EngineJobResult result, void *userdata)
 
         if (!j->open && !j->parts)
                 job_finish(j, j->cancelled);
+        else if (!j->parts)
+                /* Open and idle: a client that keeps a bounded number of files in flight sends
+                 * more only once it has these results. Holding them for a fuller batch or for
+                 * JOB_BATCH_USEC would stall it for nothing. */
+                job_flush_results(j);
 }
 
 static int on_finish_defer(sd_event_source *s, void *userdata)

@@ -84,6 +84,26 @@ def test_many_calls(conn, w, tmp):
     ft.log(f"ok: one job fed by {len(firsts) + 1} calls: {len(files)} digests, indices 0..{len(files) - 1}")
 
 
+def test_lockstep(conn, w, tmp):
+    """A client that sends the next files only once it has the results of the last ones: an idle open
+    job hands its results over at once, not after the 50 ms batch delay (40 rounds would take 2 s)."""
+    files = ft.make_files(os.path.join(tmp, "lockstep"), 16, max_size=4096, seed=13)
+    mgr = ft.manager(conn)
+    job = str(mgr.HashFds(ft.fds(*files), "sha256", opts(more=True)))
+    rounds = 40
+    t0 = time.monotonic()
+    for k in range(1, rounds + 1):
+        ft.check(ft.JobWatcher.iterate_until(lambda: len(w.results.get(job, {})) == 16 * k, 10),
+                 f"round {k}: {len(w.results.get(job, {}))} results")
+        if k < rounds:
+            add_fds(conn, job, files, more=k < rounds - 1)
+    dt = time.monotonic() - t0
+    w.wait([job])
+    ft.check(w.finished[job] == ("done", 16 * rounds, 0), f"{w.finished[job]}")
+    ft.check(dt < 1.0, f"{rounds} lockstep rounds took {dt:.2f} s: results of an idle open job were held back")
+    ft.log(f"ok: {rounds} rounds of AddFds, each waiting for the last results: {dt * 1000:.0f} ms")
+
+
 def test_names_expected(conn, w, tmp):
     files = ft.make_files(os.path.join(tmp, "ne"), 40, max_size=5000, seed=12)
     want = [ft.sha256_file(p) for p in files]
@@ -371,6 +391,7 @@ def main():
             conn = bus.connect()
             w = ft.JobWatcher(conn)
             test_many_calls(conn, w, tmp)
+            test_lockstep(conn, w, tmp)
             test_names_expected(conn, w, tmp)
             test_owner_only(bus, conn, w, tmp)
             test_closed(conn, w, tmp)
