@@ -488,6 +488,25 @@ static void test_strategy_auto_choice(void **state)
         assert_int_equal(th_write_random_file(small, 100u << 10, 78), 0);
 
         file_make_cached(big, 0, 24u << 20);
+        /* The two ways of asking (cachestat, and mincore for systems whose seccomp filter predates
+         * cachestat) agree: all cached, then (below) none. */
+        {
+                _cleanup_close_ int fd = open(big, O_RDONLY | O_CLOEXEC);
+                PageCacheState a, b;
+                assert_true(fd >= 0);
+                assert_int_equal(pagecache_probe(fd, 24u << 20, &a), 0);
+                assert_int_equal(pagecache_probe_mincore(fd, 24u << 20, &b), 0);
+                assert_int_equal(a.pages, 6144);
+                assert_int_equal(a.cached, 6144);
+                assert_int_equal(b.pages, 6144);
+                assert_int_equal(b.cached, 6144);
+                file_make_cold(big);
+                assert_int_equal(pagecache_probe(fd, 24u << 20, &a), 0);
+                assert_int_equal(pagecache_probe_mincore(fd, 24u << 20, &b), 0);
+                assert_true(a.cached < 64);
+                assert_true(b.cached < 64);
+                file_make_cached(big, 0, 24u << 20);
+        }
         r = hash_one(e, HASH_SHA256, big, -EBADF, NULL);
         assert_result_matches(&r, HASH_SHA256, big);
         assert_int_equal(r.strategy, ENGINE_READ_MMAP);

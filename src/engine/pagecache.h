@@ -11,6 +11,9 @@ typedef struct PageCacheState {
         uint64_t writeback;  /* being written back */
 } PageCacheState;
 
-/* Asks the kernel about [0, size) of fd. -ENOSYS on kernels before 6.5 (or a seccomp filter that
- * forbids cachestat), -EOPNOTSUPP for files without a page cache (e.g. some FUSE modes). */
+/* Asks the kernel about [0, size) of fd: cachestat(2), or where that is missing (before 6.5) or
+ * forbidden (a seccomp allow-list written before it existed, such as systemd 252's @system-service)
+ * mincore(2) over a mapping of the file, which cannot tell dirty pages. Returns 0 or -errno. */
 int pagecache_probe(int fd, uint64_t size, PageCacheState *ret);
+/* The mincore(2) way alone, for tests. */
+int pagecache_probe_mincore(int fd, uint64_t size, PageCacheState *ret);
