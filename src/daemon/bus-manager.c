@@ -41,7 +41,7 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         /* regular_only matters for path inputs only: the daemon cannot check what a path is before
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
         EngineJobOptions eo = { .max_file_size = o->max_size ? o->max_size : m->config.max_file_size,
-                                .dontcache = o->dontcache, .regular_only = true };
+                                .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true };
         uint32_t jobs, first;
         uint64_t files;
         int r;

@@ -60,6 +60,7 @@ void hash_options_done(HashOptions *o)
         o->max_size = 0;
         o->dontcache = false;
         o->more = false;
+        o->strategy = ENGINE_READ_AUTO;
 }
 
 static const struct {
@@ -69,7 +70,7 @@ static const struct {
 } hash_option_keys[] = {
         { "names", HASH_OPTION_NAMES, "as" },          { "expected", HASH_OPTION_EXPECTED, "as" },
         { "max-size", HASH_OPTION_MAX_SIZE, "t" },     { "dontcache", HASH_OPTION_DONTCACHE, "b" },
-        { "more", HASH_OPTION_MORE, "b" },
+        { "more", HASH_OPTION_MORE, "b" },            { "strategy", HASH_OPTION_STRATEGY, "s" },
 };
 
 /* "names, expected, ..." for the keys in allowed, for error messages. */
@@ -128,6 +129,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
         HashOptions o = {};
         size_t digest_size = hash_algo_digest_size(algo);
         int dontcache = 0, more = 0;
+        const char *strategy = NULL;
         int r;
 
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
@@ -170,7 +172,15 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
                         r = read_variant(m, key, "t", &o.max_size, error);
                 else if (bit == HASH_OPTION_DONTCACHE)
                         r = read_variant(m, key, "b", &dontcache, error);
-                else
+                else if (bit == HASH_OPTION_STRATEGY) {
+                        r = read_variant(m, key, "s", &strategy, error);
+                        if (r >= 0 && engine_read_strategy_from_string(strategy) < 0) {
+                                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                      "options: \"strategy\" must be auto, read, mmap or direct, not \"%.*s\"",
+                                                      bus_echo_len(strategy, 64), strategy);
+                                goto fail;
+                        }
+                } else
                         r = read_variant(m, key, "b", &more, error);
                 if (r < 0)
                         goto fail;
@@ -183,6 +193,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
                 goto fail;
         o.dontcache = dontcache;
         o.more = more;
+        o.strategy = strategy ? engine_read_strategy_from_string(strategy) : ENGINE_READ_AUTO;
 
         if (o.names && strv_length(o.names) != n_inputs) {
                 r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "engine.h"
 #include "hash.h"
 
 /* The sender's effective uid as the bus driver saw it when the sender connected (SO_PEERCRED),
@@ -19,6 +20,7 @@ typedef struct HashOptions {
         uint64_t max_size;  /* "max-size": t, 0 = none */
         bool dontcache;     /* "dontcache": b */
         bool more;          /* "more": b, more inputs follow through the job's AddFds() */
+        EngineReadStrategy strategy;  /* "strategy": s, auto|read|mmap|direct (engine.h) */
 } HashOptions;
 
 /* Which keys a call accepts. */
@@ -28,9 +30,12 @@ typedef enum HashOptionKey {
         HASH_OPTION_MAX_SIZE = 1u << 2,
         HASH_OPTION_DONTCACHE = 1u << 3,
         HASH_OPTION_MORE = 1u << 4,
+        HASH_OPTION_STRATEGY = 1u << 5,
 } HashOptionKey;
 
-#define HASH_OPTIONS_HASH_PATHS (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MAX_SIZE | HASH_OPTION_DONTCACHE)
+#define HASH_OPTIONS_HASH_PATHS                                                                            \
+        (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MAX_SIZE | HASH_OPTION_DONTCACHE |           \
+         HASH_OPTION_STRATEGY)
 #define HASH_OPTIONS_HASH_FDS (HASH_OPTIONS_HASH_PATHS | HASH_OPTION_MORE)
 /* The rest are the job's, set once by HashFds. */
 #define HASH_OPTIONS_ADD_FDS (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MORE)

@@ -126,6 +126,37 @@ def test_per_file_errors(conn, w, tmp):
     ft.log("ok: directory, /dev/zero (with and without max-size) and missing files give per-file errors")
 
 
+def test_strategies(conn, w, tmp):
+    """The "strategy" option: every way of reading gives the reference digest, by path and by fd,
+    for a BLAKE3 file cut into pieces over both workers and a file big enough to be mapped."""
+    mgr = ft.manager(conn)
+    files = []
+    for name, size in [("strat-24m", 24 << 20), ("strat-1m17", (1 << 20) + 17)]:
+        p = os.path.join(tmp, name)
+        with open(p, "wb") as f:
+            f.write(os.urandom(size))
+        os.chmod(p, 0o644)
+        files.append(p)
+    jobs = {}
+    for strategy in ("auto", "read", "mmap", "direct"):
+        for algo in ("sha256", "blake3"):
+            jobs[(strategy, algo, "fds")] = str(mgr.HashFds(ft.fds(*files), algo,
+                                                            ft.options(names=files, strategy=strategy)))
+            jobs[(strategy, algo, "paths")] = str(mgr.HashPaths(files, algo, ft.options(strategy=strategy)))
+        jobs[(strategy, "sha256", "dontcache")] = str(
+            mgr.HashPaths(files, "sha256", ft.options(strategy=strategy, dontcache=True)))
+    w.wait(jobs.values())
+    refs = {(algo, p): ft.reference_digest(algo, p) for algo in ("sha256", "blake3") for p in files}
+    for (strategy, algo, how), job in jobs.items():
+        ft.check(w.finished[job] == ("done", len(files), 0), f"{strategy}/{algo}/{how}: {w.finished[job]}")
+        for i, p in enumerate(files):
+            ft.check(w.results[job][i][2] == refs[(algo, p)] and w.results[job][i][3] == "",
+                     f"{strategy}/{algo}/{how} {p}: {w.results[job][i]}, reference {refs[(algo, p)]}")
+    msg = ft.expect_error(ft.ERR_INVALID_ARGS, mgr.HashPaths, files, "sha256", ft.options(strategy="fast"))
+    ft.check("strategy" in msg and "fast" in msg, f"bad strategy message: {msg}")
+    ft.log(f"ok: {len(jobs)} jobs with every \"strategy\" give the reference digests; a bad one is InvalidArgs")
+
+
 def test_bad_args(conn, w, tmp):
     import dbus
     mgr = ft.manager(conn)
@@ -385,6 +416,7 @@ def main():
             test_batch(conn, w, tmp)
             test_per_file_errors(conn, w, tmp)
             test_bad_args(conn, w, tmp)
+            test_strategies(conn, w, tmp)
             test_cli_clients(bus, conn, tmp)
             test_other_uid(bus, conn, w, tmp)
             test_owner_disconnect(bus, conn, d, tmp)
