@@ -657,8 +657,12 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         }
         if (e) {
                 call_unsend(c, call);
-                if (sd_bus_error_has_name(e, FHASH_ERROR_BUSY) || sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED)) {
-                        /* Over a quota: again once some of our files are done. */
+                /* Over a per-uid quota of fhashd, or dbus-daemon's queue of messages for fhashd is
+                 * full (its max_outgoing_unix_fds is 64 on the system bus): again once some of our
+                 * files are done. fhashd's own LimitsExceeded (a job's input limit) is final. */
+                if (sd_bus_error_has_name(e, FHASH_ERROR_BUSY) ||
+                    (sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED) &&
+                     streq_ptr(sd_bus_message_get_sender(m), "org.freedesktop.DBus"))) {
                         retry_later(c, call, false);
                         return 0;
                 }
@@ -835,7 +839,7 @@ static int send_next(BusClient *c)
 
                 for (size_t i = c->next_item; i < c->n_items && left <= room && c->items[i].algo == it->algo; i++)
                         left++;
-                if (left <= room)
+                if (left <= room || n_sent + room >= FILES_PER_JOB)
                         return 1;
         }
 
