@@ -526,7 +526,7 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
         }
-        for (size_t k = 0; call->kind != CALL_CLOSE && k < call->n; k++)
+        for (size_t k = 0; fds && k < call->n; k++)
                 fds[k] = safe_close(fds[k]);
         if (r >= 0)
                 r = sd_bus_call_async(c->bus, &call->slot, m, on_reply, call, 0);
@@ -735,7 +735,7 @@ finish:
 static int call_resend(BusClient *c, BusCall *call)
 {
         ClientJob *j = call->job;
-        int fds[FHASH_MAX_FDS_PER_CALL];
+        int fds[FHASH_MAX_FDS_PER_CALL] = { [0 ... FHASH_MAX_FDS_PER_CALL - 1] = -EBADF };
         size_t n = 0;
         int r;
 
@@ -810,7 +810,7 @@ static int send_next(BusClient *c)
 {
         const RunItem *it = &c->items[c->next_item];
         ClientJob *j = c->cur;
-        int fds[FHASH_MAX_FDS_PER_CALL];
+        int fds[FHASH_MAX_FDS_PER_CALL] = { [0 ... FHASH_MAX_FDS_PER_CALL - 1] = -EBADF };
         BusCall *call;
         size_t room, n_sent;
         bool last;
@@ -930,7 +930,7 @@ static int pump(BusClient *c)
         int r;
 
         for (;;) {
-                size_t window = c->legacy ? LEGACY_CALLS_IN_FLIGHT * FHASH_MAX_FDS_PER_CALL : c->window;
+                size_t window = c->legacy ? (size_t)LEGACY_CALLS_IN_FLIGHT * FHASH_MAX_FDS_PER_CALL : c->window;
 
                 if (c->error < 0)
                         return c->error;
@@ -1021,7 +1021,7 @@ static size_t files_window(void)
                 if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
                         (void)getrlimit(RLIMIT_NOFILE, &rl);
         }
-        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 2 * FILES_IN_FLIGHT + 64)
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)2 * FILES_IN_FLIGHT + 64)
                 return FILES_IN_FLIGHT;
         return MAX((size_t)FHASH_MAX_FDS_PER_CALL, ((size_t)rl.rlim_cur - 64) / 2);
 }

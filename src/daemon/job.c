@@ -58,6 +58,20 @@ static void part_unlink(Job *j, JobPart *p)
         p->next = p->prev = NULL;
 }
 
+/* Drops every started part: the engine cancels what still runs, without further callbacks. */
+static void job_drop_parts(Job *j)
+{
+        JobPart *p = j->parts;
+
+        j->parts = NULL;
+        while (p) {
+                JobPart *next = p->next;
+
+                part_free(p);
+                p = next;
+        }
+}
+
 static int on_batch_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
 int job_new(Manager *m, const char *owner, uid_t uid, HashAlgo algo, const EngineJobOptions *options,
@@ -97,12 +111,7 @@ Job *job_free(Job *j)
                 return NULL;
 
         /* Parts before anything else: the engine then stops calling back into this job. */
-        while (j->parts) {
-                JobPart *p = j->parts;
-
-                part_unlink(j, p);
-                part_free(p);
-        }
+        job_drop_parts(j);
         j->new_part = part_free(j->new_part);
         manager_job_removed(j->manager, j);
 
@@ -550,12 +559,7 @@ void job_owner_gone(Job *j)
                 /* Dropping our references cancels the engine side at once, without further
                  * callbacks, and releases its fds and buffers; there is nobody left to send results
                  * to. */
-                while (j->parts) {
-                        JobPart *p = j->parts;
-
-                        part_unlink(j, p);
-                        part_free(p);
-                }
+                job_drop_parts(j);
                 j->finish_defer = sd_event_source_disable_unref(j->finish_defer);
                 for (size_t i = 0; i < j->n_committed; i++)
                         if (!j->results[i].done) {
