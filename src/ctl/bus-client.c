@@ -125,7 +125,7 @@ struct BusClient {
         sd_bus *bus;
         const RunItem *items;
         size_t n_items;
-        bool dontcache;
+        RunReadOptions read;
         RunOrder order;
         char **messages;          /* per item: the daemon's reason text, kept until delivered */
         bool *in_flight;          /* per item: sent, no result yet */
@@ -519,8 +519,11 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                  * this stream (e.g. '-'), so the cap is "no limit" as sha256sum has none. */
                 if (r >= 0 && call->stream)
                         r = sd_bus_message_append(m, "{sv}", "max-size", "t", UINT64_MAX);
-                if (r >= 0 && call->kind == CALL_HASH_FDS && c->dontcache)
+                if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.dontcache)
                         r = sd_bus_message_append(m, "{sv}", "dontcache", "b", 1);
+                if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.strategy != ENGINE_READ_AUTO)
+                        r = sd_bus_message_append(m, "{sv}", "strategy", "s",
+                                                  engine_read_strategy_to_string(c->read.strategy));
                 if (r >= 0 && call->more)
                         r = sd_bus_message_append(m, "{sv}", "more", "b", 1);
                 if (r >= 0)
@@ -1094,10 +1097,10 @@ static int client_run(BusClient *c, Progress *progress)
         return 0;
 }
 
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata,
-                   Progress *progress, sd_bus_error *error)
+int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, const RunReadOptions *ro, RunResultFn fn,
+                   void *userdata, Progress *progress, sd_bus_error *error)
 {
-        BusClient c = { .bus = bus, .items = items, .n_items = n, .dontcache = dontcache, .ret_error = error };
+        BusClient c = { .bus = bus, .items = items, .n_items = n, .read = *ro, .ret_error = error };
         int r;
 
         r = run_order_init(&c.order, items, n, fn, userdata, progress);

@@ -25,8 +25,8 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
  * most 1,024 files are in flight (sent, no result yet): each is an fd fhashd holds open until the file
  * is hashed. A Busy answer (a per-uid quota) sends the call again once some of our files are done. A
  * pipe or device goes into a job of its own with "max-size". Expected digests are passed as the
- * "expected" option, so the daemon compares and reports Mismatch. dontcache sets "dontcache" on every
- * job. Results are delivered to fn in input order.
+ * "expected" option, so the daemon compares and reports Mismatch. ro sets "dontcache" and "strategy"
+ * on every job. Results are delivered to fn in input order.
  *
  * An older fhashd without open jobs refuses "more" (InvalidArgs) or AddFds (UnknownMethod): then each
  * call is a job of its own, 8 at a time, as before.
@@ -35,8 +35,8 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
  * before the first call, and signals for a job path not known yet (its HashFds reply not processed)
  * are kept and replayed once the reply names the job, so no result can be lost whatever the order.
  */
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata,
-                   Progress *progress, sd_bus_error *error);
+int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, const RunReadOptions *ro, RunResultFn fn,
+                   void *userdata, Progress *progress, sd_bus_error *error);
 
 /* The manager's properties, "Name: value" lines. */
 int bus_client_status(sd_bus *bus, FILE *f, sd_bus_error *error);

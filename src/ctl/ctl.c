@@ -34,6 +34,7 @@ typedef struct Args {
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
         bool no_cache;
+        EngineReadStrategy io;
         char **rest;
         size_t n_rest;
 } Args;
@@ -81,8 +82,10 @@ static const char *const verb_help[][2] = {
           "                         carry each bad byte as \\udcXX (Python's surrogateescape)\n"
           "      --progress         draw progress on stderr (only if a terminal) from the start\n"
           "      --no-progress      never draw progress (default: after ~1 s on a terminal)\n"
-          "      --no-cache         ask the kernel not to keep the files in the page cache\n"
-          "                         (RWF_DONTCACHE where supported; fhashd's \"dontcache\" option)\n" },
+          "      --no-cache         cache-neutral: add nothing to the page cache, evict nothing\n"
+          "                         (O_DIRECT, RWF_DONTCACHE; fhashd's \"dontcache\" option)\n"
+          "      --io=HOW           how files are read: auto (default: mapped if cached, O_DIRECT\n"
+          "                         if cold), read, mmap or direct; the digests never change\n" },
         { "check",
           "Usage: fhashctl check [OPTION]... [SUMFILE]...\n"
           "Verify the checksums listed in SUMFILEs ('-' or none: standard input) written by\n"
@@ -97,7 +100,7 @@ static const char *const verb_help[][2] = {
           "  -w, --warn             warn about improperly formatted lines\n"
           "  -z, --zero             SUMFILE lines end with NUL\n"
           "      --json             one JSON object per file, then a summary object per SUMFILE\n"
-          "      --progress, --no-progress, --no-cache   as for hash\n" },
+          "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n" },
         { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
         { "watch", "Usage: fhashctl watch JOB\nFollow a job's progress until it ends (JOB: id or object path).\n"
                    "Exit status 0 if it ended 'done', 1 otherwise.\n" },
@@ -171,6 +174,7 @@ enum {
         ARG_STRICT,
         ARG_IGNORE_MISSING,
         ARG_NO_CACHE,
+        ARG_IO,
         ARG_VERSION,
 };
 
@@ -198,6 +202,7 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "strict", no_argument, NULL, ARG_STRICT },
                 { "ignore-missing", no_argument, NULL, ARG_IGNORE_MISSING },
                 { "no-cache", no_argument, NULL, ARG_NO_CACHE },
+                { "io", required_argument, NULL, ARG_IO },
                 { "warn", no_argument, NULL, 'w' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -284,6 +289,11 @@ static int parse_args(int argc, char *argv[], Args *a)
                 case ARG_NO_CACHE:
                         a->no_cache = true;
                         break;
+                case ARG_IO:
+                        a->io = engine_read_strategy_from_string(optarg);
+                        if (a->io < 0)
+                                return usage_error("--io: \"%s\" is not one of auto, read, mmap, direct", optarg);
+                        break;
                 case 'w':
                         a->warn = true;
                         break;
@@ -326,6 +336,7 @@ static int parse_args(int argc, char *argv[], Args *a)
 static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn fn, void *userdata)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const RunReadOptions ro = { .dontcache = a->no_cache, .strategy = a->io };
         sd_bus *bus = NULL;
         Progress progress;
         int r;
@@ -346,7 +357,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
                 }
         }
         if (bus) {
-                r = bus_client_run(bus, items, n, a->no_cache, fn, userdata, &progress, &error);
+                r = bus_client_run(bus, items, n, &ro, fn, userdata, &progress, &error);
                 sd_bus_flush_close_unref(bus);
                 if (r < 0) {
                         err("hashing through fhashd failed: %s",
@@ -355,7 +366,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
                 }
                 return 0;
         }
-        r = run_local(items, n, a->no_cache, fn, userdata, &progress);
+        r = run_local(items, n, &ro, fn, userdata, &progress);
         if (r < 0)
                 err("cannot start the hashing engine: %s", strerror(-r));
         return r;

@@ -9,8 +9,8 @@ _fhashctl()
     local verbs="hash check jobs watch cancel status algorithms"
     local global="--local --daemon --system --user --address --help --version"
     local -A opts=(
-        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag -z --zero --json --progress --no-progress --no-cache"
-        [check]="-a --algorithm --ignore-missing --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache"
+        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag -z --zero --json --progress --no-progress --no-cache --io"
+        [check]="-a --algorithm --ignore-missing --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io"
         [watch]="--progress --no-progress"
     )
 
@@ -18,6 +18,9 @@ _fhashctl()
         -a | --algorithm)
             COMPREPLY=($(compgen -W "$(fhashctl algorithms 2>/dev/null ||
                 echo sha256 sha512 sha1 md5 sha3-256 blake2b blake3 xxh3 xxh128 crc32c)" -- "$cur"))
+            return ;;
+        --io)
+            COMPREPLY=($(compgen -W "auto read mmap direct" -- "$cur"))
             return ;;
         --exclude)
             return ;;
@@ -31,7 +34,7 @@ _fhashctl()
     local verb="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -a | --algorithm | --exclude | --address) ((i++)) ;;
+            -a | --algorithm | --exclude | --address | --io) ((i++)) ;;
             -*) ;;
             *) verb=${words[i]}; break ;;
         esac

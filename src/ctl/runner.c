@@ -151,7 +151,8 @@ static void local_run_free(LocalRun *run)
         run_order_deinit(&run->order);
 }
 
-int run_local(const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata, Progress *progress)
+int run_local(const RunItem *items, size_t n, const RunReadOptions *ro, RunResultFn fn, void *userdata,
+              Progress *progress)
 {
         static const EngineJobCallbacks callbacks = {
                 .file_done = local_file_done,
@@ -189,7 +190,7 @@ int run_local(const RunItem *items, size_t n, bool dontcache, RunResultFn fn, vo
                 }
                 lj = &run.jobs[a];
                 if (!lj->job) {
-                        r = engine_job_new(e, a, &(EngineJobOptions){ .dontcache = dontcache }, &lj->job);
+                        r = engine_job_new(e, a, &(EngineJobOptions){ .dontcache = ro->dontcache, .strategy = ro->strategy }, &lj->job);
                         if (r < 0)
                                 goto finish;
                         lj->map = calloc(n, sizeof(*lj->map));

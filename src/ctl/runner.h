@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "hash.h"
 #include "progress.h"
 
@@ -59,7 +60,13 @@ void run_order_deinit(RunOrder *o);
 /* Stores a result and delivers every result that is now in order. Sets MISMATCH from expected. */
 void run_order_put(RunOrder *o, const RunResult *r);
 
-/* Hashes in this process with the engine (one engine job per algorithm, all running at once);
- * dontcache asks the engine not to keep the files in the page cache (EngineJobOptions.dontcache).
- * Returns 0 once every item was delivered, or -errno if the engine could not start. */
-int run_local(const RunItem *items, size_t n, bool dontcache, RunResultFn fn, void *userdata, Progress *progress);
+/* How the files are read, for both ways of hashing: --no-cache and --io. */
+typedef struct RunReadOptions {
+        bool dontcache;               /* cache-neutral (EngineJobOptions.dontcache) */
+        EngineReadStrategy strategy;  /* ENGINE_READ_AUTO unless --io forces one */
+} RunReadOptions;
+
+/* Hashes in this process with the engine (one engine job per algorithm, all running at once), read
+ * as ro says. Returns 0 once every item was delivered, or -errno if the engine could not start. */
+int run_local(const RunItem *items, size_t n, const RunReadOptions *ro, RunResultFn fn, void *userdata,
+              Progress *progress);

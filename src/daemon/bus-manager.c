@@ -72,8 +72,11 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         if (r < 0)
                 return r;
 
-        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u)%s%s.", j->id, n, hash_algo_to_string(algo),
-                  j->owner, (unsigned)uid, o->dontcache ? ", dontcache" : "", o->more ? ", more to come" : "");
+        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u)%s%s%s%s.", j->id, n, hash_algo_to_string(algo),
+                  j->owner, (unsigned)uid, o->dontcache ? ", dontcache" : "",
+                  o->strategy != ENGINE_READ_AUTO ? ", strategy " : "",
+                  o->strategy != ENGINE_READ_AUTO ? engine_read_strategy_to_string(o->strategy) : "",
+                  o->more ? ", more to come" : "");
         r = sd_bus_reply_method_return(msg, "o", j->object_path);
         if (r < 0)
                 return r;

@@ -77,6 +77,14 @@ def test_one_job(bus, tmp):
         same_as_local(bus.address, ["hash", "--no-cache"] + names[:3], d, "--no-cache, one call")
         ft.check(", dontcache." in dmn.log()[log0:], "fhashd did not get dontcache on a one-call job")
 
+        # --io: every way of reading reaches fhashd, and the output stays --local's.
+        for how in ("read", "mmap", "direct"):
+            log0 = len(dmn.log())
+            same_as_local(bus.address, ["hash", "--io", how, "-a", "blake3"] + names[:50], d, f"--io {how}")
+            ft.check(f", strategy {how}, more to come" in dmn.log()[log0:], f"fhashd did not get strategy {how}")
+        bad = run(["--local", "hash", "--io", "fast", names[0]], d)
+        ft.check(bad.returncode == 2 and b"--io" in bad.stderr, f"--io fast: {bad.returncode} {bad.stderr!r}")
+
         # check: expected digests go with the AddFds calls; a mismatch and a missing file among them.
         sums = os.path.join(tmp, "SUMS")
         with open(sums, "w") as f:
