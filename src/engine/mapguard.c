@@ -46,10 +46,8 @@ int mapguard_install(void)
         pthread_mutex_lock(&install_lock);
         /* Someone may have replaced the handler since (a test framework does, around each test):
          * install again over whatever is there now, and chain to that. */
-        if (sigaction(SIGBUS, NULL, &cur) < 0)
-                r = -errno;
-        else if (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus) &&
-                 sigaction(SIGBUS, &sa, &old_action) < 0)
+        if (sigaction(SIGBUS, NULL, &cur) < 0 ||
+            (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus) && sigaction(SIGBUS, &sa, &old_action) < 0))
                 r = -errno;
         pthread_mutex_unlock(&install_lock);
         return r;
