@@ -616,6 +616,33 @@ static void test_dontcache(void **state)
         th_rm_rf(dir);
 }
 
+/* Mapped files get larger windows as they grow (fewer hand-offs): a file of 96 MiB + 5 is hashed in
+ * 2 MiB windows, one of 288 MiB + 1023 in 8 MiB ones; BLAKE3 cuts them into pieces of that size. */
+static void test_mmap_windows(void **state)
+{
+        static const uint64_t sizes[] = { (96u << 20) + 5, (288u << 20) + 1023 };
+        static const HashAlgo algos[] = { HASH_BLAKE3, HASH_SHA256, HASH_XXH3 };
+        _cleanup_free_ char *dir = th_mkdtemp("engine-windows");
+        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        EngineJobOptions o = { .strategy = ENGINE_READ_MMAP };
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                _cleanup_free_ char *path = NULL;
+
+                assert_true(asprintf(&path, "%s/f%zu", dir, i) > 0);
+                assert_int_equal(th_write_random_file(path, sizes[i], (uint32_t)(40 + i)), 0);
+                for (size_t k = 0; k < ELEMENTSOF(algos); k++) {
+                        EngineFileResult r = hash_one(e, algos[k], path, -EBADF, &o);
+                        assert_result_matches(&r, algos[k], path);
+                        assert_int_equal(r.strategy, ENGINE_READ_MMAP);
+                        assert_int_equal(r.parallel, algos[k] == HASH_BLAKE3 && engine_get_workers(e) > 1);
+                }
+                (void)unlink(path);
+        }
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 typedef struct Truncator {
         const char *path;
         Engine *engine;
@@ -1268,6 +1295,7 @@ int main(void)
                 cmocka_unit_test(test_strategy_auto_choice),
                 cmocka_unit_test(test_dontcache),
                 cmocka_unit_test(test_mmap_truncated),
+                cmocka_unit_test(test_mmap_windows),
         };
 
         /* Reference tools are part of the test's contract: without them it cannot check anything. */

@@ -77,6 +77,7 @@ struct FileSlot {
         EngineReadStrategy strategy; /* BUFFERED, MMAP or DIRECT, chosen when the file opened */
         uint8_t *map;               /* MMAP: the whole file; unmapped when the slot is released */
         size_t map_len;
+        uint64_t chunk;             /* bytes per buffer (read) or window (mapped) of this file */
         /* BLAKE3 on several workers: every buffer is a piece any worker hashes to a subtree CV; the
          * I/O thread merges the CVs in file order. */
         bool parallel;

@@ -577,7 +577,7 @@ static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
         if (f->stream)
                 b->want = (uint32_t)e->buffer_size;
         else {
-                b->want = (uint32_t)MIN((uint64_t)e->buffer_size, f->size - f->issue_off);
+                b->want = (uint32_t)MIN(f->chunk, f->size - f->issue_off);
                 f->issue_off += b->want;
                 if (f->issue_off >= f->size)
                         f->eof = true;
@@ -662,7 +662,7 @@ static bool file_set_direct(FileSlot *f)
         return true;
 }
 
-static bool file_map(FileSlot *f)
+static bool file_map(Engine *e, FileSlot *f)
 {
         void *p;
 
@@ -673,6 +673,11 @@ static bool file_map(FileSlot *f)
                 return false;
         f->map = p;
         f->map_len = (size_t)f->size;
+        /* No copy, so a window costs only its hand-off: larger windows for larger files (up to
+         * 8 buffers: 8 MiB by default), keeping at least 32 of them so that both workers share a
+         * BLAKE3 file evenly to the end and progress moves. Powers of two, as BLAKE3 pieces must be. */
+        while (f->chunk < 8 * (uint64_t)e->buffer_size && f->size / (f->chunk * 2) >= 32)
+                f->chunk *= 2;
         return true;
 }
 
@@ -704,7 +709,7 @@ static void file_choose_strategy(Engine *e, FileSlot *f)
         /* A mapping of a partly cached file would fault the rest in: not cache-neutral. */
         if ((want == ENGINE_READ_MMAP && (!dontcache || all_cached)) ||
             (want == ENGINE_READ_AUTO && all_cached && f->size >= ENGINE_MAP_MIN && !algo_outruns_copy(f->algo))) {
-                if (file_map(f)) {
+                if (file_map(e, f)) {
                         f->strategy = ENGINE_READ_MMAP;
                         return;
                 }
@@ -719,7 +724,7 @@ static void file_choose_strategy(Engine *e, FileSlot *f)
  * chunks, at multiples of their size: subtrees of BLAKE3's tree) hashed on all workers at once. */
 static void file_choose_parallel(Engine *e, FileSlot *f)
 {
-        size_t p = e->buffer_size;
+        uint64_t p = f->chunk;
 
         if (f->algo != HASH_BLAKE3 || e->n_workers < 2 || f->size <= p || (p & (p - 1)) != 0 ||
             p % BLAKE3_CHUNK_LEN != 0)
@@ -836,7 +841,7 @@ static bool open_more(Engine *e)
 
                 HashCtx *ctx = f->ctx;
                 *f = (FileSlot){ .job = j, .input = j->next_input, .algo = j->algo, .state = FILE_OPENING,
-                                 .fd = -EBADF, .status = ENGINE_FILE_OK, .ctx = ctx };
+                                 .fd = -EBADF, .status = ENGINE_FILE_OK, .ctx = ctx, .chunk = e->buffer_size };
                 atomic_store_explicit(&f->parts, 1, memory_order_relaxed);
                 open_list_add(e, f);
                 j->next_input++;
