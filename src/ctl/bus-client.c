@@ -587,6 +587,23 @@ static int job_stop_sending(BusClient *c, ClientJob *j)
         return job_try_close(c, j);
 }
 
+/* A call that opened or will open no job content: its HashFds failed or had nothing to send (there is
+ * no job: nothing to send to or close), or its closing AddFds did (Close() closes the job, once the
+ * other calls are answered). */
+static int call_dropped(BusClient *c, ClientJob *j, const BusCall *call)
+{
+        if (call->kind == CALL_HASH_FDS) {
+                j->open = false;
+                if (c->cur == j)
+                        c->cur = NULL;
+                return 0;
+        }
+        if (call->more)
+                return 0;
+        j->open = true;
+        return job_stop_sending(c, j);
+}
+
 static void retry_later(BusClient *c, BusCall *call, bool at_once)
 {
         call->slot = sd_bus_slot_unref(call->slot);
@@ -678,16 +695,7 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                 for (size_t k = 0; k < call->n; k++)
                         deliver(c, j, call->idx[k], RUN_ERROR, -sd_bus_error_get_errno(e), e->message ?: e->name, 0,
                                 NULL);
-                if (call->kind == CALL_HASH_FDS) {
-                        /* There is no job: nothing to send to or close. */
-                        j->open = false;
-                        if (c->cur == j)
-                                c->cur = NULL;
-                } else if (!call->more) {
-                        /* It did not close the job: Close() does, once the other calls are answered. */
-                        j->open = true;
-                        r = job_stop_sending(c, j);
-                }
+                r = call_dropped(c, j, call);
                 call_free(call);
                 goto finish;
         }
@@ -758,20 +766,10 @@ static int call_resend(BusClient *c, BusCall *call)
         }
         call->n = n;
         if (n == 0) {
-                if (call->kind == CALL_HASH_FDS) {
-                        j->open = false;
-                        if (c->cur == j)
-                                c->cur = NULL;
-                } else if (!call->more) {
-                        j->open = true;
-                        r = job_stop_sending(c, j);
-                        if (r < 0) {
-                                call_free(call);
-                                return r;
-                        }
-                }
+                /* Every file failed to open: nothing to send. */
+                r = call_dropped(c, j, call);
                 call_free(call);
-                return 0;
+                return r;
         }
         r = call_send(c, call, fds);
         if (r < 0)

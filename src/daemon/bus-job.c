@@ -184,8 +184,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
         HashOptions o = {};
         HashInput *inputs = NULL;
         int raw[FHASH_MAX_FDS_PER_CALL];
-        uint32_t jobs, first = 0;
-        uint64_t files;
+        uint32_t first = 0;
         size_t n = 0;
         bool begun = false;
         int r;
@@ -204,32 +203,15 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 r = job_closed_error(j, error);
                 goto finish;
         }
-        if (m->shutting_down) {
-                r = sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
-                goto finish;
-        }
         /* The per-uid file quota counts added files like any others; the job itself is counted
          * already, so the job quota does not apply. */
-        manager_uid_usage(m, j->uid, &jobs, &files);
-        if (m->config.max_files_per_uid > 0 && files + n > m->config.max_files_per_uid) {
-                r = sd_bus_error_setf(error, FHASH_ERROR_BUSY,
-                                      "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
-                                      (unsigned)j->uid, files, n, m->config.max_files_per_uid);
+        r = manager_check_quota(m, j->uid, false, n, error);
+        if (r < 0)
                 goto finish;
-        }
 
-        inputs = calloc(n, sizeof(HashInput));
-        if (!inputs) {
-                r = -ENOMEM;
+        r = bus_check_fds(raw, n, j->allow_streams, &inputs, error);
+        if (r < 0)
                 goto finish;
-        }
-        for (size_t i = 0; i < n; i++)
-                inputs[i].fd = -EBADF;
-        for (size_t i = 0; i < n; i++) {
-                r = bus_check_fd(&inputs[i], i, raw[i], j->allow_streams, error);
-                if (r < 0)
-                        goto finish;
-        }
 
         r = job_begin_inputs(j, n, &first);
         if (r == -E2BIG) {

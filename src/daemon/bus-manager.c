@@ -42,22 +42,12 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
         EngineJobOptions eo = { .max_file_size = o->max_size ? o->max_size : m->config.max_file_size,
                                 .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true };
-        uint32_t jobs, first;
-        uint64_t files;
+        uint32_t first;
         int r;
 
-        if (m->shutting_down)
-                return sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
-
-        manager_uid_usage(m, uid, &jobs, &files);
-        if (m->config.max_jobs_per_uid > 0 && jobs >= m->config.max_jobs_per_uid)
-                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
-                                         "uid %u already has %" PRIu32 " unfinished jobs (limit %" PRIu32 ").",
-                                         (unsigned)uid, jobs, m->config.max_jobs_per_uid);
-        if (m->config.max_files_per_uid > 0 && files + n > m->config.max_files_per_uid)
-                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
-                                         "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
-                                         (unsigned)uid, files, n, m->config.max_files_per_uid);
+        r = manager_check_quota(m, uid, true, n, error);
+        if (r < 0)
+                return r;
 
         r = job_new(m, sd_bus_message_get_sender(msg), uid, algo, &eo, o->max_size > 0, o->more, &j);
         if (r < 0)
@@ -111,18 +101,9 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
                 goto finish;
         }
 
-        inputs = calloc(n, sizeof(HashInput));
-        if (!inputs) {
-                r = -ENOMEM;
+        r = bus_check_fds(raw, n, o.max_size > 0, &inputs, error);
+        if (r < 0)
                 goto finish;
-        }
-        for (size_t i = 0; i < n; i++)
-                inputs[i].fd = -EBADF;
-        for (size_t i = 0; i < n; i++) {
-                r = bus_check_fd(&inputs[i], i, raw[i], o.max_size > 0, error);
-                if (r < 0)
-                        goto finish;
-        }
 
         r = create_job(m, msg, uid, algo, inputs, n, &o, error);
 finish:

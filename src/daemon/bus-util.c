@@ -323,7 +323,7 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
         return 0;
 }
 
-int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_bus_error *error)
+static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_bus_error *error)
 {
         struct stat st;
         int flags;
@@ -362,5 +362,24 @@ int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_bus_err
         in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (in->fd < 0)
                 return -errno;
+        return 0;
+}
+
+int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret, sd_bus_error *error)
+{
+        HashInput *inputs;
+        int r;
+
+        inputs = calloc(n, sizeof(HashInput));
+        if (!inputs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                inputs[i].fd = -EBADF;
+        *ret = inputs;
+        for (size_t i = 0; i < n; i++) {
+                r = bus_check_fd(&inputs[i], i, fds[i], allow_streams, error);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }

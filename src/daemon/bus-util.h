@@ -62,11 +62,12 @@ void hash_inputs_free(HashInput *inputs, size_t n);
  * The fds stay the message's. */
 int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *error);
 
-/* Checks fds[i] and dups it into in->fd. Access-mode mistakes are the caller's bug and fail the call
- * (InvalidArgs naming fds[i]); the kind of file is a per-file outcome (in->error_name), so one
- * directory does not sink a batch. Streams (pipes, devices) are read only if allow_streams (the job
+/* Checks each of fds[0..n) and dups it into a new HashInput array (hash_inputs_free() it, also on
+ * failure: *ret is set whenever it was allocated). Access-mode mistakes are the caller's bug and
+ * fail the call (InvalidArgs naming fds[i]); the kind of file is a per-file outcome
+ * (in->error_name), so one directory does not sink a batch. Streams (pipes, devices) are read only if allow_streams (the job
  * has "max-size"). */
-int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_bus_error *error);
+int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret, sd_bus_error *error);
 
 /* The FHASH_ERROR_* name for a per-file errno (positive or negative). */
 const char *fhash_error_from_errno(int error);

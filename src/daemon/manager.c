@@ -394,10 +394,13 @@ Job *manager_find_job(Manager *m, uint64_t id)
         return NULL;
 }
 
-void manager_uid_usage(Manager *m, uid_t uid, uint32_t *ret_jobs, uint64_t *ret_files)
+int manager_check_quota(Manager *m, uid_t uid, bool new_job, size_t n_files, sd_bus_error *error)
 {
         uint32_t jobs = 0;
         uint64_t files = 0;
+
+        if (m->shutting_down)
+                return sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
 
         for (Job *j = m->jobs; j; j = j->next) {
                 if (j->uid != uid || job_is_finished(j))
@@ -405,8 +408,15 @@ void manager_uid_usage(Manager *m, uid_t uid, uint32_t *ret_jobs, uint64_t *ret_
                 jobs++;
                 files += j->n_inputs - j->files_done;
         }
-        *ret_jobs = jobs;
-        *ret_files = files;
+        if (new_job && m->config.max_jobs_per_uid > 0 && jobs >= m->config.max_jobs_per_uid)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u already has %" PRIu32 " unfinished jobs (limit %" PRIu32 ").",
+                                         (unsigned)uid, jobs, m->config.max_jobs_per_uid);
+        if (m->config.max_files_per_uid > 0 && files + n_files > m->config.max_files_per_uid)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
+                                         (unsigned)uid, files, n_files, m->config.max_files_per_uid);
+        return 0;
 }
 
 void manager_job_added(Manager *m, Job *j)

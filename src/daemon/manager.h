@@ -86,8 +86,9 @@ int manager_run(Manager *m);
 void manager_begin_shutdown(Manager *m);
 
 Job *manager_find_job(Manager *m, uint64_t id);
-/* Unfinished jobs and unfinished files of a uid, for the per-uid limits. */
-void manager_uid_usage(Manager *m, uid_t uid, uint32_t *ret_jobs, uint64_t *ret_files);
+/* May uid queue n_files more files (in a new job if new_job)? 0, or Busy set in error (shutting down,
+ * or the per-uid limits on unfinished jobs and files). */
+int manager_check_quota(Manager *m, uid_t uid, bool new_job, size_t n_files, sd_bus_error *error);
 
 /* Arms the idle-exit timer when no job is unfinished and no job owner is connected. */
 void manager_check_idle(Manager *m);
