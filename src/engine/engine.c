@@ -1282,6 +1282,12 @@ int engine_new(const EngineConfig *config, Engine **ret)
                 k = -ENOMEM;
                 goto fail;
         }
+        /* Huge pages where the kernel has them (THP "madvise" is Debian's default): an O_DIRECT read
+         * into 4 KiB pages is one segment per page, and a virtio disk takes 254 segments per request,
+         * so each 1 MiB read went to the device as two requests (1016 + 8 KiB; measured: 490 KiB per
+         * request on average). In 2 MiB pages a read is a few segments and reaches the device whole.
+         * Best effort: without THP the pool is as before. */
+        (void)madvise(e->buf_mem, e->buf_mem_size, MADV_HUGEPAGE);
         e->buffers = calloc(e->n_buffers, sizeof(Buffer));
         e->slots = calloc(e->max_open, sizeof(FileSlot));
         e->workers = calloc(e->n_workers, sizeof(Worker));
