@@ -268,6 +268,7 @@ static void help(void)
                "  -b, --buffer-size BYTES  bytes per pool slot, K/M/G suffixes (default 1M)\n"
                "  -q, --buffers N          pool slots = reads and hashing in flight (queue depth)\n"
                "      --max-open N         files open at once\n"
+               "      --direct-request BYTES  bytes per O_DIRECT read, in whole slots (default 4M; 1 slot = one per read)\n"
                "  -m, --io-mode MODE       auto, uring-registered, uring, pread (see engine.h)\n"
                "      --no-pin             do not pin workers to CPUs\n"
                "  -s, --strategy HOW       auto, read, mmap, direct: how files are read (default auto)\n"
@@ -287,6 +288,7 @@ int main(int argc, char *argv[])
                 ARG_NO_PIN,
                 ARG_DONTCACHE,
                 ARG_NO_CHANGE_CHECK,
+                ARG_DIRECT_REQUEST,
         };
         static const struct option options[] = {
                 { "algorithm", required_argument, NULL, 'a' },
@@ -294,6 +296,7 @@ int main(int argc, char *argv[])
                 { "buffer-size", required_argument, NULL, 'b' },
                 { "buffers", required_argument, NULL, 'q' },
                 { "max-open", required_argument, NULL, ARG_MAX_OPEN },
+                { "direct-request", required_argument, NULL, ARG_DIRECT_REQUEST },
                 { "io-mode", required_argument, NULL, 'm' },
                 { "no-pin", no_argument, NULL, ARG_NO_PIN },
                 { "dontcache", no_argument, NULL, ARG_DONTCACHE },
@@ -340,6 +343,12 @@ int main(int argc, char *argv[])
                         r = parse_unsigned(optarg, &config.buffers);
                         if (r < 0)
                                 goto bad_number;
+                        break;
+                case ARG_DIRECT_REQUEST:
+                        r = parse_size(optarg, &size);
+                        if (r < 0 || size > SIZE_MAX)
+                                goto bad_number;
+                        config.direct_request = (size_t)size;
                         break;
                 case ARG_MAX_OPEN:
                         r = parse_unsigned(optarg, &config.max_open);

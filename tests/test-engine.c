@@ -468,6 +468,105 @@ static void test_strategies_digests(void **state)
         th_rm_rf(dir);
 }
 
+/* Spanning O_DIRECT reads: 16 slots of 64 KiB and 256 KiB per request, so one read fills 4 adjacent
+ * slots. Sizes on both sides of slot and request boundaries and not multiples of 4 KiB (the last read
+ * asks past the end), every algorithm (BLAKE3 in pieces on two workers), forced DIRECT. */
+#define SPAN_SLOT ((uint64_t)64 << 10)
+#define SPAN_REQ ((uint64_t)256 << 10)
+
+static const uint64_t span_sizes[] = {
+        1,
+        4097,
+        SPAN_SLOT - 1,
+        SPAN_SLOT + 1,
+        SPAN_REQ - 1,
+        SPAN_REQ,
+        SPAN_REQ + 1,
+        2 * SPAN_REQ - 1,
+        2 * SPAN_REQ + 1,
+        3 * SPAN_REQ + SPAN_SLOT + 17,
+        5 * SPAN_REQ + 3 * 4096,
+        40 * SPAN_REQ + 513,
+};
+
+static Engine *new_span_engine(EngineIoMode mode, bool einval)
+{
+        Engine *e = NULL;
+        EngineConfig cfg = { .io_mode = mode, .buffer_size = SPAN_SLOT, .buffers = 16, .workers = 2,
+                             .direct_request = SPAN_REQ, .test_direct_einval = einval };
+
+        assert_int_equal(engine_new(&cfg, &e), 0);
+        if (mode != ENGINE_IO_AUTO)
+                assert_int_equal(engine_get_io_mode(e), mode);
+        assert_int_equal(engine_get_direct_span(e), SPAN_REQ / SPAN_SLOT);
+        return e;
+}
+
+static void check_span_sizes(EngineIoMode mode, bool einval)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-span");
+        char *paths[ELEMENTSOF(span_sizes)];
+        EngineJobOptions o = { .strategy = ENGINE_READ_DIRECT };
+        Engine *e;
+
+        if (!dir_has_direct(dir)) {
+                th_rm_rf(dir);
+                skip(); /* the reads would be buffered: nothing here would be tested */
+        }
+        e = new_span_engine(mode, einval);
+        for (size_t i = 0; i < ELEMENTSOF(span_sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/size-%" PRIu64, dir, span_sizes[i]) > 0);
+                assert_int_equal(th_write_random_file(paths[i], span_sizes[i], (uint32_t)i + 101), 0);
+        }
+        /* Refused O_DIRECT reads finish through the page cache, and say so. */
+        check_paths_all_algos_opts(e, paths, ELEMENTSOF(span_sizes), &o,
+                                   einval ? ENGINE_READ_BUFFERED : ENGINE_READ_DIRECT);
+        for (size_t i = 0; i < ELEMENTSOF(span_sizes); i++)
+                free(paths[i]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+static void test_span_registered(void **state)
+{
+        check_span_sizes(ENGINE_IO_AUTO, false);
+}
+
+static void test_span_unregistered(void **state)
+{
+        check_span_sizes(ENGINE_IO_URING, false);
+}
+
+static void test_span_pread(void **state)
+{
+        check_span_sizes(ENGINE_IO_PREAD, false);
+}
+
+/* Every O_DIRECT read refused with EINVAL (several are in flight when the first comes back): the
+ * files finish buffered with the right digests. */
+static void test_span_einval_fallback(void **state)
+{
+        check_span_sizes(ENGINE_IO_AUTO, true);
+}
+
+/* A pool of 1 slot per request: the span is off, reads as before. And the default: 4 MiB requests,
+ * never more than a quarter of the pool. */
+static void test_span_config(void **state)
+{
+        Engine *e = NULL;
+
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 16,
+                                                      .direct_request = SPAN_SLOT }, &e), 0);
+        assert_int_equal(engine_get_direct_span(e), 1);
+        engine_free(e);
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 64 }, &e), 0);
+        assert_int_equal(engine_get_direct_span(e), 16);
+        engine_free(e);
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SLOT, .buffers = 16 }, &e), 0);
+        assert_int_equal(engine_get_direct_span(e), 4);
+        engine_free(e);
+}
+
 /* AUTO maps a file that is entirely cached, reads a cold one with O_DIRECT, a small one through the
  * page cache, and an fd (whose open file description is the caller's) never with O_DIRECT. */
 static void test_strategy_auto_choice(void **state)
@@ -929,6 +1028,91 @@ static void test_cancel(void **state)
         th_rm_rf(dir);
 }
 
+/* Cancel while spanning O_DIRECT reads are in flight: every input ends CANCELLED, every fd and slot
+ * comes back (the same engine then hashes the file right). */
+static void test_span_cancel(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-span-cancel");
+        _cleanup_free_ char *big = NULL;
+        EngineJobOptions o = { .strategy = ENGINE_READ_DIRECT };
+        EngineJob *j = NULL;
+        EngineJobProgress pr;
+        Collector c;
+        int fds_before;
+        Engine *e;
+
+        if (!dir_has_direct(dir)) {
+                th_rm_rf(dir);
+                skip();
+        }
+        e = new_span_engine(ENGINE_IO_AUTO, false);
+        assert_true(asprintf(&big, "%s/big", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 64u << 20, 5), 0);
+        fds_before = th_count_fds();
+
+        collector_init(&c, 10);
+        assert_int_equal(engine_job_new(e, HASH_SHA3_256, &o, &j), 0);
+        for (int i = 0; i < 10; i++)
+                assert_int_equal(engine_job_add_path(j, big), i);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        do {
+                assert_true(engine_run_once(e, 1000) >= 0);
+                engine_job_get_progress(j, &pr);
+        } while (pr.bytes_done == 0 && !c.done);
+        engine_job_cancel(j);
+        wait_job(e, &c, 10 * 1000000ull);
+        assert_int_equal(c.job_result, ENGINE_JOB_CANCELLED);
+        for (int i = 0; i < 10; i++)
+                assert_int_equal(c.results[i].status, ENGINE_FILE_CANCELLED);
+        engine_job_unref(j);
+        collector_done(&c);
+        assert_int_equal(th_count_fds(), fds_before);
+
+        EngineFileResult r = hash_one(e, HASH_SHA256, big, -EBADF, &o);
+        assert_result_matches(&r, HASH_SHA256, big);
+        assert_int_equal(r.strategy, ENGINE_READ_DIRECT);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* A file truncated while spanning O_DIRECT reads are in flight is CHANGED, never given a digest. */
+static void test_span_truncated(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-span-trunc");
+        _cleanup_free_ char *path = NULL;
+        EngineJobOptions o = { .strategy = ENGINE_READ_DIRECT };
+        EngineJob *j = NULL;
+        EngineJobProgress pr;
+        Collector c;
+        Engine *e;
+
+        if (!dir_has_direct(dir)) {
+                th_rm_rf(dir);
+                skip();
+        }
+        e = new_span_engine(ENGINE_IO_AUTO, false);
+        assert_true(asprintf(&path, "%s/shrinking", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 256u << 20, 6), 0);
+
+        collector_init(&c, 1);
+        assert_int_equal(engine_job_new(e, HASH_SHA3_256, &o, &j), 0);
+        assert_int_equal(engine_job_add_path(j, path), 0);
+        assert_int_equal(engine_job_start(j, &callbacks, &c), 0);
+        do {
+                assert_true(engine_run_once(e, 1000) >= 0);
+                engine_job_get_progress(j, &pr);
+        } while (pr.bytes_done == 0 && !c.done);
+        /* Not on a request boundary, not aligned: the reads past it come back short, then empty. */
+        assert_int_equal(truncate(path, (off_t)(3 * SPAN_REQ + 4097)), 0);
+        wait_job(e, &c, 120 * 1000000ull);
+        assert_int_equal(c.results[0].status, ENGINE_FILE_CHANGED);
+        assert_int_equal(c.results[0].digest_size, 0);
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 /* Dropping the last reference to a running job cancels it silently; the engine stays usable. */
 static void test_unref_running(void **state)
 {
@@ -1296,6 +1480,13 @@ int main(void)
                 cmocka_unit_test(test_dontcache),
                 cmocka_unit_test(test_mmap_truncated),
                 cmocka_unit_test(test_mmap_windows),
+                cmocka_unit_test(test_span_config),
+                cmocka_unit_test(test_span_registered),
+                cmocka_unit_test(test_span_unregistered),
+                cmocka_unit_test(test_span_pread),
+                cmocka_unit_test(test_span_einval_fallback),
+                cmocka_unit_test(test_span_cancel),
+                cmocka_unit_test(test_span_truncated),
         };
 
         /* Reference tools are part of the test's contract: without them it cannot check anything. */

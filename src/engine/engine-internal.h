@@ -34,13 +34,19 @@ typedef struct Buffer {
         bool piece_ok;          /* ... and did (not skipped for a cancel, no SIGBUS) */
         bool fault;             /* SIGBUS while hashing the mapped view */
         uint8_t cv[BLAKE3_OUT_LEN];
-        int index;              /* registration index, for READ_FIXED */
+        int index;              /* registration index, for READ_FIXED (0 when the pool is one buffer) */
+        unsigned slot;          /* position in the pool: data == buf_mem + slot * buffer_size */
+        /* A read spanning this slot and the next span - 1 (adjacent in memory, in the file's FIFO
+         * right behind it): this "leader" carries the whole request in want/got while it is in
+         * flight, its followers wait with in_flight set. 1 for ordinary reads. */
+        unsigned span;
         BufOwner owner;
         FileSlot *file;
         uint64_t offset;        /* file offset of data[0]; unused for unseekable streams */
         uint32_t want;          /* bytes asked for */
         uint32_t got;           /* bytes filled so far (short reads are resumed) */
         bool in_flight;         /* a read SQE is outstanding */
+        bool direct_read;       /* ... issued while the fd was O_DIRECT */
         bool done;              /* full, or ended by EOF */
         struct Buffer *next;    /* free list, or the file's FIFO in issue order */
 } Buffer;
@@ -78,6 +84,7 @@ struct FileSlot {
         uint8_t *map;               /* MMAP: the whole file; unmapped when the slot is released */
         size_t map_len;
         uint64_t chunk;             /* bytes per buffer (read) or window (mapped) of this file */
+        unsigned span;              /* DIRECT: pool slots per read request (see file_choose_span()) */
         /* BLAKE3 on several workers: every buffer is a piece any worker hashes to a subtree CV; the
          * I/O thread merges the CVs in file order. */
         bool parallel;
@@ -203,8 +210,9 @@ struct Engine {
         uint8_t *buf_mem;
         size_t buf_mem_size;
         Buffer *buffers;
-        Buffer *free_buffers;         /* I/O thread only */
+        uint64_t *free_map;           /* I/O thread only: bit i set = slot i is in the pool */
         unsigned n_free_buffers;
+        unsigned max_span;            /* slots one read may span: 1 unless the pool allows more */
 
         FileSlot *slots;
         FileSlot *free_slots;         /* I/O thread only */

@@ -278,22 +278,65 @@ static void buffer_put(Engine *e, Buffer *b)
 {
         b->owner = BUF_POOL;
         b->file = NULL;
-        b->next = e->free_buffers;
-        e->free_buffers = b;
+        b->next = NULL;
+        b->span = 1;
+        e->free_map[b->slot / 64] |= UINT64_C(1) << (b->slot % 64);
         e->n_free_buffers++;
 }
 
-static Buffer *buffer_get(Engine *e)
+static Buffer *buffer_take(Engine *e, unsigned slot)
 {
-        Buffer *b = e->free_buffers;
+        Buffer *b = &e->buffers[slot];
 
-        if (!b)
-                return NULL;
-        e->free_buffers = b->next;
+        e->free_map[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
         e->n_free_buffers--;
         b->next = NULL;
         b->owner = BUF_RING;
+        b->span = 1;
         return b;
+}
+
+/* The free slot with the lowest position: slots that went back a moment ago are reused first. */
+static Buffer *buffer_get(Engine *e)
+{
+        if (e->n_free_buffers == 0)
+                return NULL;
+        for (unsigned w = 0;; w++)
+                if (e->free_map[w])
+                        return buffer_take(e, w * 64 + (unsigned)__builtin_ctzll(e->free_map[w]));
+}
+
+static bool slot_is_free(const Engine *e, unsigned i)
+{
+        return e->free_map[i / 64] & (UINT64_C(1) << (i % 64));
+}
+
+/* The first run of `want` adjacent free slots, or else the longest shorter one: its first slot in
+ * *ret_first, its length returned (0: none free). Linear in the pool, which is small (16 slots by
+ * default) and only searched for spanning reads. */
+static unsigned buffer_find_run(const Engine *e, unsigned want, unsigned *ret_first)
+{
+        unsigned best = 0, best_first = 0, run = 0;
+
+        for (unsigned i = 0; i < e->n_buffers; i++) {
+                if (run == 0 && (i % 64) == 0 && e->free_map[i / 64] == 0) {
+                        i += 63; /* a whole word taken */
+                        continue;
+                }
+                if (!slot_is_free(e, i)) {
+                        run = 0;
+                        continue;
+                }
+                run++;
+                if (run > best) {
+                        best = run;
+                        best_first = i + 1 - run;
+                        if (best >= want)
+                                break;
+                }
+        }
+        *ret_first = best_first;
+        return MIN(best, want);
 }
 
 static Worker *pick_worker(Engine *e)
@@ -551,8 +594,13 @@ static void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
         int64_t off = f->seekable ? (int64_t)(b->offset + b->got) : -1;
         int rwf = (f->job->options.dontcache && e->dontcache_ok) ? RWF_DONTCACHE : 0;
 
+        size_t len = b->want - b->got;
+
         b->in_flight = true;
-        ioring_read(e->ring, f->fd, b->data + b->got, b->want - b->got, off, e->io_mode == ENGINE_IO_URING_REGISTERED ? b->index : -1,
+        b->direct_read = f->strategy == ENGINE_READ_DIRECT;
+        if (b->direct_read && e->config.test_direct_einval && len > 1)
+                len--;
+        ioring_read(e->ring, f->fd, b->data + b->got, len, off, e->io_mode == ENGINE_IO_URING_REGISTERED ? b->index : -1,
                     rwf, TAG(b, OP_READ));
         f->ops++;
 }
@@ -566,7 +614,8 @@ static bool file_wants_read(FileSlot *f)
         return f->issue_off < f->size;
 }
 
-static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
+/* Fills in b as the next piece of f's bytes (want = up to one chunk) and queues it in f's FIFO. */
+static void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b)
 {
         b->file = f;
         b->got = 0;
@@ -587,7 +636,29 @@ static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
         else
                 f->fifo_head = b;
         f->fifo_tail = b;
+}
 
+/* Takes the slot(s) for f's next read and starts it (or, mapped, makes the next window ready).
+ * Returns the first buffer, or NULL when f gets nothing now: the pool is empty, or f reads in spans
+ * and waits for adjacent slots. */
+static Buffer *file_start_read(Engine *e, FileSlot *f)
+{
+        unsigned n = 1, first = 0;
+        Buffer *b;
+
+        if (f->span > 1) {
+                unsigned want = (unsigned)MIN((uint64_t)f->span, DIV_ROUND_UP(f->size - f->issue_off, f->chunk));
+                n = buffer_find_run(e, want, &first);
+                /* Fewer adjacent slots than wanted only when the device would otherwise have nothing
+                 * of this file to read; with a read in flight, wait until the slots the workers hand
+                 * back form a whole run (they come back in file order, so they do). */
+                if (n == 0 || (n < want && f->reads_in_flight > 0))
+                        return NULL;
+                b = buffer_take(e, first);
+        } else if (!(b = buffer_get(e)))
+                return NULL;
+
+        file_queue_buffer(e, f, b);
         if (f->map) {
                 /* No read: the buffer stands for a window of the mapping, ready at once. The pool
                  * still bounds how much of the file is queued at the workers. */
@@ -595,23 +666,57 @@ static void file_start_read(Engine *e, FileSlot *f, Buffer *b)
                 b->mapped = true;
                 b->got = b->want;
                 b->done = true;
-                return;
+                return b;
+        }
+        if (n > 1) {
+                /* One read fills slots first..first+n-1, adjacent in memory: the leader b asks for all
+                 * of it; the followers wait in the FIFO, marked in flight, until span_split(). */
+                for (unsigned i = 1; i < n; i++) {
+                        Buffer *x = buffer_take(e, first + i);
+                        file_queue_buffer(e, f, x);
+                        x->in_flight = true;
+                }
+                b->want = (uint32_t)(f->issue_off - b->offset);
+                b->span = n;
         }
         if (f->strategy == ENGINE_READ_DIRECT)
                 /* O_DIRECT lengths are whole blocks: the last read asks past the end and gets the
-                 * rest of the file (the buffer is a multiple of 4 KiB, so this fits). */
+                 * rest of the file (slots are multiples of 4 KiB, so this fits). */
                 b->want = (uint32_t)ALIGN_TO((uint64_t)b->want, (uint64_t)4096);
         f->reads_in_flight++;
         file_issue_read(e, f, b);
+        return b;
 }
 
-/* Round-robin: each pass gives every file that wants one a buffer, so many files progress at once
+/* A spanning read is over for good (complete, at EOF, failed or not wanted any more): each follower
+ * gets its share of the bytes and leaves the in-flight state, the leader keeps the first slot's
+ * share. Bytes past the size stat gave (the file grew) stay, for the change check to see. */
+static void span_split(Engine *e, Buffer *b)
+{
+        uint64_t total = b->got;
+
+        if (b->span <= 1)
+                return;
+        for (unsigned i = 1; i < b->span; i++) {
+                Buffer *x = &e->buffers[b->slot + i];
+                uint64_t start = (uint64_t)i * e->buffer_size;
+
+                x->got = total > start ? (uint32_t)MIN(total - start, (uint64_t)e->buffer_size) : 0;
+                x->in_flight = false;
+                x->done = b->done;
+        }
+        b->got = (uint32_t)MIN(total, (uint64_t)e->buffer_size);
+        b->want = MIN(b->want, (uint32_t)e->buffer_size);
+        b->span = 1;
+}
+
+/* Round-robin: each pass gives every file that wants one a read, so many files progress at once
  * and one large file cannot starve the others (or the other workers). */
 static bool issue_reads(Engine *e)
 {
         bool any = false;
 
-        while (e->free_buffers) {
+        while (e->n_free_buffers > 0) {
                 bool progressed = false;
                 FileSlot *start = e->read_cursor ? e->read_cursor : e->open_head;
                 FileSlot *f = start;
@@ -621,16 +726,15 @@ static bool issue_reads(Engine *e)
                 do {
                         FileSlot *next = f->next ? f->next : e->open_head;
                         if (file_wants_read(f)) {
-                                Buffer *b = buffer_get(e);
-                                if (!b)
-                                        break;
-                                file_start_read(e, f, b);
-                                if (b->mapped)
-                                        file_dispatch_ready(e, f);
-                                progressed = any = true;
+                                Buffer *b = file_start_read(e, f);
+                                if (b) {
+                                        if (b->mapped)
+                                                file_dispatch_ready(e, f);
+                                        progressed = any = true;
+                                }
                         }
                         f = next;
-                } while (f != start && e->free_buffers);
+                } while (f != start && e->n_free_buffers > 0);
                 e->read_cursor = f;
                 if (!progressed)
                         break;
@@ -720,6 +824,25 @@ static void file_choose_strategy(Engine *e, FileSlot *f)
         }
 }
 
+/*
+ * How much one read of a file asks for. Cold O_DIRECT reads on this kind of device (a virtio disk,
+ * NVMe) get faster with the size of each request, up to a few MiB, and not with more requests of the
+ * same size: 1 MiB x 16 in flight read 1.2-1.5 GB/s, 4 MiB x 16 up to 2.4, fio --direct=1 2.0-2.6
+ * (bench/ANALYSIS.md, C1/C2). So an O_DIRECT file reads in requests of EngineConfig.direct_request
+ * (4 MiB), each filling that many adjacent pool slots, which are then hashed slot by slot as before:
+ *  - O_DIRECT at all only where file_set_direct() found STATX_DIOALIGN alignments that divide 4 KiB:
+ *    a span starts at a slot and is as aligned as one;
+ *  - at most a quarter of the pool per request, so that several requests are in flight and the
+ *    workers have slots to hash while the device fills the next ones (e->max_span);
+ *  - never more than the rest of the file (file_start_read()), so a 1.5 MiB file is one 2-slot read;
+ *  - one slot per read when the pool is registered slot by slot (larger than 1 GiB).
+ * Buffered and mapped files keep one slot per read: the page cache's readahead sizes their I/O.
+ */
+static void file_choose_span(Engine *e, FileSlot *f)
+{
+        f->span = f->strategy == ENGINE_READ_DIRECT && f->chunk == e->buffer_size ? e->max_span : 1;
+}
+
 /* BLAKE3 files longer than one buffer are cut into buffer-sized pieces (a power of two of 1 KiB
  * chunks, at multiples of their size: subtrees of BLAKE3's tree) hashed on all workers at once. */
 static void file_choose_parallel(Engine *e, FileSlot *f)
@@ -780,6 +903,7 @@ static void file_opened(Engine *e, FileSlot *f)
                 }
                 file_choose_strategy(e, f);
                 file_choose_parallel(e, f);
+                file_choose_span(e, f);
                 /* Readahead advice only pays off for files longer than one buffer read through the
                  * page cache. */
                 if (f->size > e->buffer_size && f->strategy == ENGINE_READ_BUFFERED) {
@@ -893,6 +1017,7 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                 if (f->state != FILE_READING) {
                         /* Draining after an error or cancel: the buffer is not wanted any more. */
                         f->reads_in_flight--;
+                        span_split(e, b);
                         file_drop_idle_buffers(e, f);
                         file_finish_io(e, f);
                         return;
@@ -902,13 +1027,19 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                         file_issue_read(e, f, b);
                         return;
                 }
-                if (c->res == -EINVAL && f->strategy == ENGINE_READ_DIRECT) {
+                if (c->res == -EINVAL && b->direct_read) {
                         /* O_DIRECT refused this read after all (an alignment the statx did not
                          * announce, a short read that left an unaligned offset): finish the file
-                         * through the page cache. */
-                        int fl = fcntl(f->fd, F_GETFL);
-                        if (fl >= 0 && fcntl(f->fd, F_SETFL, fl & ~O_DIRECT) >= 0) {
-                                f->strategy = ENGINE_READ_BUFFERED;
+                         * through the page cache. Other reads issued O_DIRECT before the switch
+                         * come back the same way and are simply issued again. */
+                        if (f->strategy == ENGINE_READ_DIRECT) {
+                                int fl = fcntl(f->fd, F_GETFL);
+                                if (fl >= 0 && fcntl(f->fd, F_SETFL, fl & ~O_DIRECT) >= 0) {
+                                        f->strategy = ENGINE_READ_BUFFERED;
+                                        f->span = 1;
+                                }
+                        }
+                        if (f->strategy == ENGINE_READ_BUFFERED) {
                                 b->want = (uint32_t)MIN((uint64_t)b->want, f->size - b->offset);
                                 file_issue_read(e, f, b);
                                 return;
@@ -922,7 +1053,9 @@ static void handle_completion(Engine *e, const IoCompletion *c)
 
                 f->reads_in_flight--;
                 if (c->res < 0) {
-                        /* b is no longer in flight, so file_abort() hands it back to the pool. */
+                        /* b (and its followers) no longer in flight, so file_abort() hands them
+                         * back to the pool. */
+                        span_split(e, b);
                         file_abort(e, f, ENGINE_FILE_ERROR, c->res);
                         file_finish_io(e, f);
                         return;
@@ -930,8 +1063,10 @@ static void handle_completion(Engine *e, const IoCompletion *c)
 
                 b->got += (uint32_t)c->res;
                 if (c->res == 0) {
+                        bool truncated = !f->stream && b->offset + b->got < f->size;
                         b->done = true;
-                        if (!f->stream && b->offset + b->got < f->size) {
+                        span_split(e, b);
+                        if (truncated) {
                                 /* EOF before the size stat gave: truncated while we read. */
                                 file_abort(e, f, ENGINE_FILE_CHANGED, 0);
                                 file_finish_io(e, f);
@@ -945,6 +1080,7 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                         return;
                 } else {
                         b->done = true;
+                        span_split(e, b);
                         if (f->stream)
                                 f->issue_off += b->got;
                 }
@@ -1120,28 +1256,49 @@ static bool io_idle(Engine *e)
         return !e->open_head && !e->active_head && ioring_in_flight(e->ring) == 0;
 }
 
+/* The kernel's cap on one registered buffer (io_buffer_validate()). */
+#define REGISTER_MAX_BYTES ((size_t)1 << 30)
+
 static int io_setup(Engine *e)
 {
         struct iovec *iov;
-        unsigned entries;
+        unsigned entries, n_iov;
+        bool one = e->buf_mem_size <= REGISTER_MAX_BYTES;
+        size_t request = e->config.direct_request ? e->config.direct_request : ENGINE_DIRECT_REQUEST;
         int k;
 
-        iov = calloc(e->n_buffers, sizeof(*iov));
+        /* The pool is registered as one buffer when the kernel allows it: a READ_FIXED may then
+         * target any range of it, so one read can fill several adjacent slots. Larger pools are
+         * registered slot by slot, and read one slot per request. */
+        n_iov = one ? 1 : e->n_buffers;
+        iov = calloc(n_iov, sizeof(*iov));
         if (!iov)
                 return -ENOMEM;
-        for (unsigned i = 0; i < e->n_buffers; i++)
-                iov[i] = (struct iovec){ .iov_base = e->buffers[i].data, .iov_len = e->buffer_size };
+        if (one)
+                iov[0] = (struct iovec){ .iov_base = e->buf_mem, .iov_len = e->buf_mem_size };
+        else
+                for (unsigned i = 0; i < e->n_buffers; i++)
+                        iov[i] = (struct iovec){ .iov_base = e->buffers[i].data, .iov_len = e->buffer_size };
 
         /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), plus
          * one read per buffer, plus the wake read: the CQ (2x) can never overflow. */
         entries = 1;
         while (entries < e->max_open * 3 + e->n_buffers + 8)
                 entries <<= 1;
-        k = ioring_new(e->config.io_mode, MIN(entries, 4096u), iov, e->n_buffers, e->wake_fd, &e->ring);
+        k = ioring_new(e->config.io_mode, MIN(entries, 4096u), iov, n_iov, e->wake_fd, &e->ring);
         free(iov);
         if (k < 0)
                 return k;
         e->io_mode = ioring_get_mode(e->ring);
+        for (unsigned i = 0; one && i < e->n_buffers; i++)
+                e->buffers[i].index = 0;
+
+        /* Slots per O_DIRECT read: see file_choose_span(). Unregistered and pread reads take any
+         * address, so only a pool registered slot by slot keeps one slot per read. */
+        e->max_span = 1;
+        if (one || e->io_mode != ENGINE_IO_URING_REGISTERED)
+                e->max_span = (unsigned)MAX((size_t)1, MIN(request / e->buffer_size,
+                                                           MIN((size_t)e->n_buffers / 4, REGISTER_MAX_BYTES / e->buffer_size)));
         return 0;
 }
 
@@ -1289,14 +1446,16 @@ int engine_new(const EngineConfig *config, Engine **ret)
          * Best effort: without THP the pool is as before. */
         (void)madvise(e->buf_mem, e->buf_mem_size, MADV_HUGEPAGE);
         e->buffers = calloc(e->n_buffers, sizeof(Buffer));
+        e->free_map = calloc(DIV_ROUND_UP(e->n_buffers, 64u), sizeof(uint64_t));
         e->slots = calloc(e->max_open, sizeof(FileSlot));
         e->workers = calloc(e->n_workers, sizeof(Worker));
-        if (!e->buffers || !e->slots || !e->workers) {
+        if (!e->buffers || !e->free_map || !e->slots || !e->workers) {
                 k = -ENOMEM;
                 goto fail;
         }
-        for (unsigned i = e->n_buffers; i-- > 0;) {
+        for (unsigned i = 0; i < e->n_buffers; i++) {
                 e->buffers[i].data = e->buf_mem + (size_t)i * e->buffer_size;
+                e->buffers[i].slot = i;
                 e->buffers[i].index = (int)i;
                 buffer_put(e, &e->buffers[i]);
         }
@@ -1378,6 +1537,7 @@ Engine *engine_free(Engine *e)
                 hash_ctx_free(e->slots[i].ctx);
         free(e->slots);
         free(e->buffers);
+        free(e->free_map);
         free(e->workers);
         if (e->buf_mem)
                 munmap(e->buf_mem, e->buf_mem_size);
@@ -1414,6 +1574,11 @@ size_t engine_get_buffer_size(Engine *e)
 unsigned engine_get_buffers(Engine *e)
 {
         return e->n_buffers;
+}
+
+unsigned engine_get_direct_span(Engine *e)
+{
+        return e->max_span;
 }
 
 uint64_t engine_get_bytes_hashed(Engine *e)

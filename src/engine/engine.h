@@ -49,7 +49,19 @@ typedef struct EngineConfig {
         unsigned max_open;     /* files open at once; 0 = default (64) */
         EngineIoMode io_mode;  /* ENGINE_IO_AUTO unless a test forces a fallback */
         bool no_pin;           /* do not pin workers to CPUs */
+        /* Bytes per O_DIRECT read of a large cold file: a read spans that many adjacent pool slots
+         * (see "How each file is read" in README.md). 0 = the default (ENGINE_DIRECT_REQUEST);
+         * buffer_size or less = one slot per read. Rounded down to whole slots. */
+        size_t direct_request;
+        /* Tests only: every O_DIRECT read is first issued one byte short (unaligned), so that the
+         * kernel answers EINVAL and the fallback to buffered reads runs, as on a filesystem whose
+         * alignment STATX_DIOALIGN did not announce. */
+        bool test_direct_einval;
 } EngineConfig;
+
+/* The default of EngineConfig.direct_request: this VM's virtio disk reads 1 MiB O_DIRECT requests
+ * at 1.2-1.5 GB/s and 4 MiB ones at up to 2.4 (bench/ANALYSIS.md, "C1/C2"). */
+#define ENGINE_DIRECT_REQUEST ((size_t)4 << 20)
 
 /* Starts the I/O thread and the workers. -ENOMEM, -EINVAL for a bad config, or the errno of the
  * first thing that failed. Falls back from registered buffers to unregistered to pread in AUTO. */
@@ -72,6 +84,7 @@ EngineIoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after 
 unsigned engine_get_workers(Engine *e);
 size_t engine_get_buffer_size(Engine *e);
 unsigned engine_get_buffers(Engine *e);
+unsigned engine_get_direct_span(Engine *e);   /* pool slots one O_DIRECT read fills (1: no spans) */
 uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
 unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finished yet */
 
