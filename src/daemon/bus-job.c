@@ -351,6 +351,8 @@ static int job_send_unicast(Job *j, sd_bus_message *msg)
                         return r;
         }
         r = sd_bus_send(bus, msg, NULL);
+        if (r >= 0)
+                peer_check_backlog(j->manager, bus);
         if (r < 0)
                 log_debug_errno(r, "Failed to send a signal about job %" PRIu64 " to %s: %m", j->id, j->owner);
         return r;

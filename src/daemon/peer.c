@@ -46,10 +46,48 @@ Peer *peer_free(Peer *p)
         return NULL;
 }
 
+void peer_check_backlog(Manager *m, sd_bus *bus)
+{
+        uint64_t queued = 0;
+        Peer *p;
+        int fd;
+
+        if (bus == m->bus || sd_bus_get_n_queued_write(bus, &queued) < 0 || queued <= PEER_BACKLOG_MAX)
+                return;
+        p = peer_from_bus(m, bus);
+        fd = sd_bus_get_fd(bus);
+        if (!p || p->cut_off || fd < 0)
+                return;
+        p->cut_off = true;
+        log_warning("Direct connection %s (uid %u) does not read its messages (%" PRIu64 " queued); closing it.",
+                    p->name, (unsigned)p->uid, queued);
+        /* sd-bus sees the end of the socket on its next turn and reports Disconnected, which
+         * cancels the jobs; closing it from in here would free jobs under our callers. */
+        (void)shutdown(fd, SHUT_RDWR);
+}
+
 void peer_flush_all(Manager *m)
 {
-        for (Peer *p = m->peers; p; p = p->next)
-                (void)sd_bus_flush(p->bus);
+        uint64_t deadline = now_usec() + PEER_FLUSH_USEC;
+
+        /* Not sd_bus_flush(): it waits without end for a connection still in its handshake, and for
+         * a client that stopped reading. A connection that is not ready has no jobs, hence nothing
+         * of ours queued. */
+        for (Peer *p = m->peers, *next; p; p = next) {
+                /* Processing may run p's Disconnected handler, which frees p but not its bus. */
+                _cleanup_(sd_bus_unrefp) sd_bus *bus = sd_bus_ref(p->bus);
+                uint64_t queued = 0, now;
+
+                next = p->next;
+                if (sd_bus_is_ready(bus) <= 0)
+                        continue;
+                while (sd_bus_get_n_queued_write(bus, &queued) >= 0 && queued > 0 && (now = now_usec()) < deadline) {
+                        if (sd_bus_process(bus, NULL) < 0)
+                                break;
+                        if (sd_bus_wait(bus, deadline - now) < 0)
+                                break;
+                }
+        }
 }
 
 /* The client closed its end (or never finished the handshake within sd-bus's auth timeout): its

@@ -2,6 +2,7 @@
 /* peer.h: direct (peer-to-peer) D-Bus connections that fhashd hands out through OpenConnection() */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
@@ -31,6 +32,7 @@ struct Peer {
         sd_bus *bus;
         char *name;         /* "<opener's unique name>/direct/<id>": the Owner of its jobs */
         uid_t uid;          /* the opener's euid, from the bus driver */
+        bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
 };
 
 /* Connections open at once, in all and per uid; past them OpenConnection() is Busy. Each is an fd
@@ -45,8 +47,21 @@ int peer_new(Manager *m, const char *opener, uid_t uid, Peer **ret, int *ret_fd)
  * (peer_gone() does that). */
 Peer *peer_free(Peer *p);
 
+/* Messages queued for a direct connection past which its client counts as not reading: the
+ * connection is closed and its jobs cancelled. On the bus dbus-daemon bounds what it queues for a
+ * client (max_outgoing_bytes); here fhashd would, so it bounds it itself. Clients that read, even
+ * slowly, stay far below: the socket buffer holds the first few hundred KiB. */
+#define PEER_BACKLOG_MAX 64u
+
+/* After a send on bus: if it is a direct connection with more than PEER_BACKLOG_MAX messages
+ * queued, shuts its socket down. The close is handled from the event loop (Disconnected), never
+ * inside the caller. */
+void peer_check_backlog(Manager *m, sd_bus *bus);
+
 /* The peer whose connection this is, or NULL for the bus. */
 Peer *peer_from_bus(Manager *m, sd_bus *bus);
 
-/* Flushes what is queued on every peer connection (JobFinished before an exit). */
+/* Sends what is queued on every direct connection (JobFinished before an exit), waiting at most
+ * PEER_FLUSH_USEC in all for clients that do not read. */
+#define PEER_FLUSH_USEC (1000 * 1000ULL)
 void peer_flush_all(Manager *m);
