@@ -49,6 +49,44 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
         return 0;
 }
 
+int bus_client_open_direct(sd_bus **bus)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *direct = NULL;
+        int fd, r;
+
+        r = sd_bus_call_method(*bus, FHASH_BUS_NAME, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "OpenConnection",
+                               &error, &reply, "a{sv}", 0);
+        if (r < 0)
+                return 0;
+        r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_UNIX_FD, &fd);
+        if (r <= 0)
+                return 0;
+        /* The message owns fd: the connection gets its own copy. */
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return 0;
+        r = sd_bus_new(&direct);
+        if (r >= 0)
+                r = sd_bus_set_fd(direct, fd, fd);
+        if (r < 0) {
+                (void)close(fd);
+                return 0;
+        }
+        r = sd_bus_negotiate_fds(direct, true);
+        if (r >= 0)
+                r = sd_bus_start(direct);
+        if (r < 0)
+                return 0;
+        /* fd passing is what the connection is for: a server that did not agree to it is no use. */
+        if (sd_bus_can_send(direct, SD_BUS_TYPE_UNIX_FD) <= 0)
+                return 0;
+        sd_bus_flush_close_unref(*bus);
+        *bus = TAKE_PTR(direct);
+        return 1;
+}
+
 /*
  * One run, seen from here: items are sent in order, up to FHASH_MAX_FDS_PER_CALL fds per call. With a
  * daemon that has open jobs, the first call is HashFds with "more" and the rest are AddFds calls to
@@ -149,6 +187,7 @@ struct BusClient {
         int error;                /* fatal: stop and return it */
         sd_bus_error *ret_error;
         const char *daemon;       /* unique name of fhashd: signals from anybody else are ignored */
+        const char *dest;         /* FHASH_BUS_NAME on the bus; NULL on a direct connection */
 };
 
 static ClientJob *job_by_path(BusClient *c, const char *path)
@@ -388,6 +427,14 @@ static int on_properties(sd_bus_message *m, void *userdata, sd_bus_error *ret_er
         return 0;
 }
 
+static void daemon_gone(BusClient *c)
+{
+        if (c->error == 0)
+                c->error = -ECONNRESET;
+        if (!sd_bus_error_is_set(c->ret_error))
+                sd_bus_error_set(c->ret_error, FHASH_ERROR_PREFIX "Gone", "fhashd went away while hashing");
+}
+
 static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
         BusClient *c = userdata;
@@ -395,11 +442,15 @@ static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret
 
         if (sd_bus_message_read(m, "sss", &name, &old, &new) < 0)
                 return 0;
-        if (streq(name, FHASH_BUS_NAME) && !streq(new, c->daemon ?: "")) {
-                if (c->error == 0)
-                        c->error = -ECONNRESET;
-                sd_bus_error_set(c->ret_error, FHASH_ERROR_PREFIX "Gone", "fhashd went away while hashing");
-        }
+        if (streq(name, FHASH_BUS_NAME) && !streq(new, c->daemon ?: ""))
+                daemon_gone(c);
+        return 0;
+}
+
+/* The direct connection closed under us: fhashd exited. */
+static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        daemon_gone(userdata);
         return 0;
 }
 
@@ -494,10 +545,10 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
         }
 
         if (call->kind == CALL_HASH_FDS)
-                r = sd_bus_message_new_method_call(c->bus, &m, FHASH_BUS_NAME, FHASH_MANAGER_PATH,
+                r = sd_bus_message_new_method_call(c->bus, &m, c->dest, FHASH_MANAGER_PATH,
                                                    FHASH_MANAGER_INTERFACE, "HashFds");
         else
-                r = sd_bus_message_new_method_call(c->bus, &m, FHASH_BUS_NAME, j->path, FHASH_JOB_INTERFACE,
+                r = sd_bus_message_new_method_call(c->bus, &m, c->dest, j->path, FHASH_JOB_INTERFACE,
                                                    call->kind == CALL_ADD_FDS ? "AddFds" : "Close");
         if (r >= 0 && call->kind != CALL_CLOSE) {
                 r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "h");
@@ -1043,8 +1094,10 @@ static int client_run(BusClient *c, Progress *progress)
         c->retry_tail = &c->retry;
         c->window = files_window();
 
-        {
+        /* On a direct connection fhashd is the only one there: no names, no driver, no sender. */
+        if (sd_bus_is_bus_client(bus) > 0) {
                 _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+                c->dest = FHASH_BUS_NAME;
                 r = sd_bus_get_name_creds(bus, FHASH_BUS_NAME, SD_BUS_CREDS_UNIQUE_NAME, &creds);
                 if (r < 0)
                         return r;
@@ -1055,8 +1108,12 @@ static int client_run(BusClient *c, Progress *progress)
         }
 
         /* Matches first (synchronously acknowledged by the bus), calls after: see bus-client.h. */
-        r = sd_bus_match_signal(bus, &s_owner, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                "org.freedesktop.DBus", "NameOwnerChanged", on_owner_changed, c);
+        if (c->dest)
+                r = sd_bus_match_signal(bus, &s_owner, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus", "NameOwnerChanged", on_owner_changed, c);
+        else
+                r = sd_bus_match_signal(bus, &s_owner, NULL, "/org/freedesktop/DBus/Local",
+                                        "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, c);
         if (r >= 0)
                 r = sd_bus_match_signal(bus, &s_sig, c->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, NULL,
                                         on_signal, c);
@@ -1108,6 +1165,9 @@ int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, const RunReadOpt
          * attributes, and client_run() allocates on paths with many early returns. By now its signal
          * matches, which point at c, are gone. */
         r = client_run(&c, progress);
+        /* A direct connection has no NameOwnerChanged to tell that fhashd exited: only the socket. */
+        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
+                daemon_gone(&c);
         client_free(&c);
         return r;
 }

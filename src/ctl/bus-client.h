@@ -19,6 +19,14 @@ typedef enum BusKind {
 int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error);
 
 /*
+ * Swaps *bus for a direct connection to fhashd (its OpenConnection(): a socketpair with a private
+ * D-Bus connection, so that fds do not pass through dbus-daemon) and closes the bus connection.
+ * Returns 1 if it did, 0 if fhashd does not offer one (an older fhashd) or refused (Busy): *bus is
+ * then unchanged and works as before. bus_client_run() works on either.
+ */
+int bus_client_open_direct(sd_bus **bus);
+
+/*
  * Hashes items through fhashd. fhashctl opens every file itself and passes fds, FHASH_MAX_FDS_PER_CALL
  * per call. All the files of a run (up to 65,536, of one algorithm) go to one job: HashFds with the
  * "more" option opens it, pipelined AddFds calls feed it, the last one (or a Close()) closes it. At

@@ -29,7 +29,7 @@ typedef struct Args {
         ProgressMode progress;
         char **excludes;
         size_t n_excludes;
-        bool local, daemon;
+        bool local, daemon, no_direct;
         BusKind bus_kind;
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
@@ -127,6 +127,7 @@ static void help_main(FILE *f)
                    "      --system           talk to fhashd on the system bus (default)\n"
                    "      --user             talk to fhashd on the user's session bus\n"
                    "      --address=ADDR     talk to fhashd on the bus at ADDR\n"
+                   "      --no-direct        pass files through the bus, not a direct connection\n"
                    "  -h, --help             show help (for a verb: fhashctl VERB --help)\n"
                    "      --version          show the version\n\n"
                    "Exit status: 0 success, 1 a file failed or did not match, 2 usage error.\n");
@@ -169,6 +170,7 @@ enum {
         ARG_SYSTEM,
         ARG_USER,
         ARG_ADDRESS,
+        ARG_NO_DIRECT,
         ARG_QUIET,
         ARG_STATUS,
         ARG_STRICT,
@@ -197,6 +199,7 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "system", no_argument, NULL, ARG_SYSTEM },
                 { "user", no_argument, NULL, ARG_USER },
                 { "address", required_argument, NULL, ARG_ADDRESS },
+                { "no-direct", no_argument, NULL, ARG_NO_DIRECT },
                 { "quiet", no_argument, NULL, ARG_QUIET },
                 { "status", no_argument, NULL, ARG_STATUS },
                 { "strict", no_argument, NULL, ARG_STRICT },
@@ -273,6 +276,9 @@ static int parse_args(int argc, char *argv[], Args *a)
                 case ARG_ADDRESS:
                         a->bus_kind = BUS_KIND_ADDRESS;
                         a->address = optarg;
+                        break;
+                case ARG_NO_DIRECT:
+                        a->no_direct = true;
                         break;
                 case ARG_QUIET:
                         a->quiet = true;
@@ -357,6 +363,8 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
                 }
         }
         if (bus) {
+                if (!a->no_direct)
+                        (void)bus_client_open_direct(&bus);
                 r = bus_client_run(bus, items, n, &ro, fn, userdata, &progress, &error);
                 sd_bus_flush_close_unref(bus);
                 if (r < 0) {

@@ -7,7 +7,7 @@ _fhashctl()
     _init_completion -s || return
 
     local verbs="hash check jobs watch cancel status algorithms"
-    local global="--local --daemon --system --user --address --help --version"
+    local global="--local --daemon --system --user --address --no-direct --help --version"
     local -A opts=(
         [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag -z --zero --json --progress --no-progress --no-cache --io"
         [check]="-a --algorithm --ignore-missing --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io"

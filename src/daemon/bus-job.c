@@ -119,7 +119,7 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Job *j = userdata;
 
         /* job_find() already refused other users. Cancelling a finished job is a no-op. */
-        log_debug("Job %" PRIu64 " cancelled by %s.", j->id, sd_bus_message_get_sender(msg) ?: "?");
+        log_debug("Job %" PRIu64 " cancelled by %s.", j->id, owner_caller_name(j->manager, msg) ?: "?");
         job_cancel(j);
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -127,7 +127,7 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 /* AddFds and Close: the owner's connection only, not even root (the results go to the owner). */
 static int check_owner_connection(Job *j, sd_bus_message *msg, sd_bus_error *error)
 {
-        if (!streq_ptr(sd_bus_message_get_sender(msg), j->owner))
+        if (!streq_ptr(owner_caller_name(j->manager, msg), j->owner))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Only the connection that created job %" PRIu64 " may add to or close it.",
                                          j->id);
@@ -320,27 +320,39 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int bus_job_register(Manager *m)
+int bus_job_register(Manager *m, sd_bus *bus)
 {
         int r;
 
-        r = sd_bus_add_fallback_vtable(m->bus, NULL, FHASH_JOB_PATH_PREFIX, FHASH_JOB_INTERFACE, job_vtable,
+        r = sd_bus_add_fallback_vtable(bus, NULL, FHASH_JOB_PATH_PREFIX, FHASH_JOB_INTERFACE, job_vtable,
                                        job_find, m);
         if (r < 0)
                 return r;
-        return sd_bus_add_node_enumerator(m->bus, NULL, FHASH_JOB_PATH_PREFIX, job_enumerate, m);
+        return sd_bus_add_node_enumerator(bus, NULL, FHASH_JOB_PATH_PREFIX, job_enumerate, m);
+}
+
+/* Where signals about a job go: the owner's connection, fhashd's bus or a direct connection. */
+static sd_bus *job_bus(Job *j)
+{
+        return j->owner_ref ? j->owner_ref->bus : j->manager->bus;
 }
 
 /* Signals about a job are addressed to its owner only: dbus-daemon then delivers them to that
- * connection and to nobody else, whatever match rules others add. */
+ * connection and to nobody else, whatever match rules others add. On a direct connection the owner
+ * is the only one there. */
 static int job_send_unicast(Job *j, sd_bus_message *msg)
 {
+        sd_bus *bus = job_bus(j);
         int r;
 
-        r = sd_bus_message_set_destination(msg, j->owner);
-        if (r < 0)
-                return r;
-        r = sd_bus_send(j->manager->bus, msg, NULL);
+        if (bus == j->manager->bus) {
+                r = sd_bus_message_set_destination(msg, j->owner);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_send(bus, msg, NULL);
+        if (r >= 0)
+                peer_check_backlog(j->manager, bus);
         if (r < 0)
                 log_debug_errno(r, "Failed to send a signal about job %" PRIu64 " to %s: %m", j->id, j->owner);
         return r;
@@ -351,7 +363,7 @@ int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n)
         sd_bus_message *msg = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(j->manager->bus, &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
+        r = sd_bus_message_new_signal(job_bus(j), &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
                                       "FilesHashed");
         if (r < 0)
                 return r;
@@ -373,7 +385,7 @@ int bus_job_emit_finished(Job *j)
         sd_bus_message *msg = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(j->manager->bus, &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
+        r = sd_bus_message_new_signal(job_bus(j), &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
                                       "JobFinished");
         if (r < 0)
                 return r;
@@ -392,7 +404,7 @@ int bus_job_emit_properties_changed(Job *j, bool state, bool progress)
 
         if (!j->started)
                 return 0;
-        r = sd_bus_message_new_signal(j->manager->bus, &msg, j->object_path, "org.freedesktop.DBus.Properties",
+        r = sd_bus_message_new_signal(job_bus(j), &msg, j->object_path, "org.freedesktop.DBus.Properties",
                                       "PropertiesChanged");
         if (r < 0)
                 return r;

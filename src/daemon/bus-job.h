@@ -10,8 +10,9 @@
 
 typedef struct Manager Manager;
 
-/* Adds the fallback vtable and node enumerator below FHASH_JOB_PATH_PREFIX. */
-int bus_job_register(Manager *m);
+/* Adds the fallback vtable and node enumerator below FHASH_JOB_PATH_PREFIX of bus: fhashd's bus, or a
+ * direct connection. */
+int bus_job_register(Manager *m, sd_bus *bus);
 
 /* Fills the inputs of the call being added, first..first+n-1 (job_begin_inputs()), from the call's
  * checked inputs and options: names, expected digests, fds (taken: inputs[k].fd becomes -EBADF once

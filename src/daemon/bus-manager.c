@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bus-job.h"
 #include "bus-manager.h"
@@ -42,6 +43,7 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
         EngineJobOptions eo = { .max_file_size = o->max_size ? o->max_size : m->config.max_file_size,
                                 .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true };
+        const char *owner;
         uint32_t first;
         int r;
 
@@ -49,7 +51,10 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         if (r < 0)
                 return r;
 
-        r = job_new(m, sd_bus_message_get_sender(msg), uid, algo, &eo, o->max_size > 0, o->more, &j);
+        owner = owner_caller_name(m, msg);
+        if (!owner)
+                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "Cannot tell who the caller is.");
+        r = job_new(m, owner, uid, algo, &eo, o->max_size > 0, o->more, &j);
         if (r < 0)
                 return r;
         r = job_begin_inputs(j, n, &first);
@@ -58,7 +63,7 @@ static int create_job(Manager *m, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         r = bus_job_fill_inputs(j, first, inputs, n, o);
         if (r < 0)
                 return r;
-        r = job_start(j);
+        r = job_start(j, sd_bus_message_get_bus(msg));
         if (r < 0)
                 return r;
 
@@ -208,6 +213,64 @@ static int method_list_jobs(sd_bus_message *msg, void *userdata, sd_bus_error *e
         return r;
 }
 
+/* OpenConnection(a{sv} options) -> (h connection): a private connection to fhashd (peer.h). */
+static int method_open_connection(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Manager *m = userdata;
+        const char *opener = sd_bus_message_get_sender(msg);
+        Peer *p = NULL;
+        uid_t uid;
+        int fd = -EBADF, r;
+
+        if (sd_bus_message_get_bus(msg) != m->bus)
+                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                        "This is a direct connection already; OpenConnection is a bus call.");
+        /* No options yet: any key is one we do not know. */
+        r = sd_bus_message_enter_container(msg, SD_BUS_TYPE_ARRAY, "{sv}");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(msg, SD_BUS_TYPE_DICT_ENTRY, "sv");
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                const char *key;
+
+                r = sd_bus_message_read_basic(msg, SD_BUS_TYPE_STRING, &key);
+                if (r < 0)
+                        return r;
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "options: unknown option \"%.*s\"",
+                                         bus_echo_len(key, 64), key);
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+
+        if (m->shutting_down)
+                return sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
+        if (!opener)
+                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "Cannot tell who the caller is.");
+        r = owner_sender_uid(m, msg, &uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+
+        r = peer_new(m, opener, uid, &p, &fd);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "Too many direct connections (at most %u, %u per uid); use the bus.",
+                                         PEERS_MAX, PEERS_MAX_PER_UID);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot make a direct connection: %m");
+
+        log_debug("Direct connection %s opened (uid %u).", p->name, (unsigned)uid);
+        manager_check_idle(m);
+        /* The reply carries a copy of the fd; ours goes. */
+        r = sd_bus_reply_method_return(msg, "h", fd);
+        (void)close(fd);
+        if (r < 0)
+                peer_free(p);
+        return r;
+}
+
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
@@ -267,13 +330,15 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_RESULT("o", job), method_hash_paths, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("ao", jobs), method_list_jobs,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OpenConnection", SD_BUS_ARGS("a{sv}", options), SD_BUS_RESULT("h", connection),
+                                method_open_connection, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilesHashed", SD_BUS_ARGS("o", job, "a(ustss)", results), 0),
         SD_BUS_SIGNAL_WITH_ARGS("JobFinished",
                                 SD_BUS_ARGS("o", job, "s", result, "u", files_ok, "u", files_failed), 0),
         SD_BUS_VTABLE_END,
 };
 
-int bus_manager_register(Manager *m)
+int bus_manager_register(Manager *m, sd_bus *bus)
 {
-        return sd_bus_add_object_vtable(m->bus, NULL, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, manager_vtable, m);
+        return sd_bus_add_object_vtable(bus, NULL, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, manager_vtable, m);
 }

@@ -2,7 +2,9 @@
 /* bus-manager.h: the org.fhash.Hasher1.Manager interface on /org/fhash/Hasher1 */
 #pragma once
 
+#include <systemd/sd-bus.h>
+
 typedef struct Manager Manager;
 
-/* Adds the Manager vtable on FHASH_MANAGER_PATH. */
-int bus_manager_register(Manager *m);
+/* Adds the Manager vtable on FHASH_MANAGER_PATH of bus: fhashd's bus, or a direct connection. */
+int bus_manager_register(Manager *m, sd_bus *bus);

@@ -618,7 +618,7 @@ static int job_maybe_finish_later(Job *j)
         return sd_event_add_defer(j->manager->event, &j->finish_defer, on_finish_defer, j);
 }
 
-int job_start(Job *j)
+int job_start(Job *j, sd_bus *bus)
 {
         Manager *m = j->manager;
         int r;
@@ -634,7 +634,7 @@ int job_start(Job *j)
                 return r;
         (void)sd_event_source_set_enabled(j->batch_timer, SD_EVENT_OFF);
 
-        r = owner_acquire(m, j->owner, j->uid, &j->owner_ref);
+        r = owner_acquire(m, bus, j->owner, j->uid, &j->owner_ref);
         if (r < 0)
                 return r;
 

@@ -57,7 +57,7 @@ struct Job {
 
         uint64_t id;
         char *object_path;
-        char *owner;         /* unique bus name of the caller that created the job */
+        char *owner;         /* the caller that created the job: unique bus name or direct connection */
         uid_t uid;           /* its effective uid, from the bus driver */
         HashAlgo algo;
         JobState state;
@@ -135,9 +135,10 @@ int job_add_path(Job *j, size_t i, const char *path);
  * result goes out once the inputs are committed. */
 int job_fail_input(Job *j, size_t i, const char *error_name, const char *message);
 
-/* Starts tracking the owner and hands the first call's inputs to the engine. On failure the job is
- * unchanged and must be freed by the caller. */
-int job_start(Job *j);
+/* Starts tracking the owner, reached on bus (fhashd's bus or a direct connection), and hands the
+ * first call's inputs to the engine. On failure the job is unchanged and must be freed by the
+ * caller. */
+int job_start(Job *j, sd_bus *bus);
 /* Hands a later call's inputs to the engine; more = false closes the job. On failure the call's
  * inputs are still there for job_abort_inputs(). */
 int job_commit_inputs(Job *j, bool more);

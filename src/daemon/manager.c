@@ -92,6 +92,9 @@ static bool manager_is_idle(Manager *m)
 {
         if (m->active_jobs > 0 || m->shutting_down)
                 return false;
+        /* A client holding a direct connection is about to use it: exiting would cut it off. */
+        if (m->peers)
+                return false;
         /* A connected owner of a finished job may still call GetResults: not idle yet. Finished
          * jobs whose owner left do not count; they are lost on exit, as they would be on expiry. */
         for (Job *j = m->jobs; j; j = j->next)
@@ -137,7 +140,9 @@ static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 static void manager_maybe_exit(Manager *m)
 {
         if (m->shutting_down && m->active_jobs == 0) {
-                /* JobFinished for every cancelled job is queued on the bus: make sure it leaves. */
+                /* JobFinished for every cancelled job is queued on the bus or a direct connection:
+                 * make sure it leaves. */
+                peer_flush_all(m);
                 (void)sd_bus_flush(m->bus);
                 (void)sd_event_exit(m->event, m->exit_code);
         }
@@ -148,6 +153,7 @@ static int on_shutdown_timeout(sd_event_source *s, uint64_t usec, void *userdata
         Manager *m = userdata;
 
         log_warning("%" PRIu32 " jobs did not finish cancelling in time, exiting anyway.", m->active_jobs);
+        peer_flush_all(m);
         (void)sd_bus_flush(m->bus);
         return sd_event_exit(m->event, m->exit_code);
 }
@@ -200,6 +206,7 @@ int manager_new(const ManagerConfig *config, Manager **ret)
                 return -ENOMEM;
         m->config = *config;
         m->next_job_id = 1;
+        m->next_peer_id = 1;
         m->uid = geteuid();
         if (config->address) {
                 m->address = strdup(config->address);
@@ -233,6 +240,8 @@ Manager *manager_free(Manager *m)
 
         while (m->jobs)
                 job_free(m->jobs);
+        while (m->peers)
+                peer_free(m->peers);
 
         sd_event_source_disable_unref(m->engine_source);
         sd_event_source_disable_unref(m->progress_timer);
@@ -351,10 +360,10 @@ int manager_start(Manager *m)
                                        : m->config.bus_kind == BUS_KIND_USER ? "user"
                                                                               : "given");
 
-        r = bus_manager_register(m);
+        r = bus_manager_register(m, m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to register the manager object: %m");
-        r = bus_job_register(m);
+        r = bus_job_register(m, m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to register the job objects: %m");
 

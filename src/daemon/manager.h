@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "owner.h"
+#include "peer.h"
 #include "job.h"
 #include "macro.h"
 
@@ -61,6 +62,9 @@ typedef struct Manager {
         sd_event_source *sigterm_source, *sigint_source;
 
         Owner *owners;    /* clients with jobs, each tracked once (owner.h) */
+        Peer *peers;      /* direct connections handed out (peer.h) */
+        unsigned n_peers;
+        uint64_t next_peer_id;
         unsigned n_owners;
         Job *jobs;        /* every job on the bus, finished or not */
         uint32_t n_jobs;

@@ -16,8 +16,9 @@ typedef struct Owner Owner;
  */
 struct Owner {
         Manager *manager;
-        char *name;            /* unique bus name */
-        sd_bus_track *track;
+        char *name;            /* unique bus name, or a direct connection's name (peer.h) */
+        sd_bus *bus;           /* where it is reached: fhashd's bus or that direct connection */
+        sd_bus_track *track;   /* on the bus only: a direct connection tells its close itself */
         uid_t uid;             /* from the bus driver when its first job was made; never changes */
         unsigned n_jobs;       /* jobs holding this owner */
         Owner *next, *prev;    /* Manager.owners */
@@ -27,9 +28,12 @@ struct Owner {
  * rules per connection for sd-bus's own. */
 #define OWNERS_MAX 384
 
-/* The Owner for a unique name, tracked from now on, with one more job holding it. -EBUSY when
- * OWNERS_MAX clients are tracked already. */
-int owner_acquire(Manager *m, const char *name, uid_t uid, Owner **ret);
+/* The Owner for a caller (owner_caller_name()) on bus, tracked from now on, with one more job
+ * holding it. -EBUSY when OWNERS_MAX clients are tracked already. */
+int owner_acquire(Manager *m, sd_bus *bus, const char *name, uid_t uid, Owner **ret);
+/* The caller left (a direct connection closed): each of its jobs lets go of it, cancelling what still
+ * runs, and the Owner is freed. Nothing happens if it has no jobs. */
+void owner_disconnected(Manager *m, const char *name);
 /* One job less; the last one stops tracking the client. Takes NULL. */
 void owner_release(Owner *o);
 
@@ -38,3 +42,6 @@ void owner_release(Owner *o);
  * (a client not reading tens of MB of signals) made each one slow: a client's later calls must not
  * pay it again. A unique name is never reused and its uid never changes, so the answer keeps. */
 int owner_sender_uid(Manager *m, sd_bus_message *msg, uid_t *ret);
+/* Who sent msg, as jobs record their owner: the sender's unique name on the bus, the connection's
+ * name on a direct connection. NULL if neither is known. */
+const char *owner_caller_name(Manager *m, sd_bus_message *msg);

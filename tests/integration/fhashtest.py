@@ -230,6 +230,27 @@ class Daemon:
             fail(f"fhashd exited with {rc}:\n{self.log()}")
 
 
+def vmrss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def is_asan(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        return "libasan" in f.read()
+
+
+def check_rss(d, before, after, limit_kib, what):
+    """VmRSS growth below limit_kib; under ASan (quarantine keeps freed memory) only reported."""
+    if is_asan(d.pid):
+        log(f"note: ASan build, VmRSS {before} -> {after} KiB after {what} not judged (quarantine)")
+        return
+    check(after - before < limit_kib, f"VmRSS grew {after - before} KiB after {what}")
+
+
 def wait_for(pred, timeout, step=0.02):
     """Polls pred() until it is true or timeout passes; returns its last value."""
     deadline = time.monotonic() + timeout

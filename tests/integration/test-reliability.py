@@ -36,27 +36,6 @@ def read(path):
         return f.read()
 
 
-def vmrss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def is_asan(pid):
-    with open(f"/proc/{pid}/maps") as f:
-        return "libasan" in f.read()
-
-
-def check_rss(d, before, after, limit_kib, what):
-    """VmRSS growth below limit_kib; under ASan (quarantine keeps freed memory) only reported."""
-    if is_asan(d.pid):
-        ft.log(f"note: ASan build, VmRSS {before} -> {after} KiB after {what} not judged (quarantine)")
-        return
-    ft.check(after - before < limit_kib, f"VmRSS grew {after - before} KiB after {what}")
-
-
 def manager_prop(conn, name):
     return ft.job_iface(conn, ft.MANAGER_PATH, ft.PROPS_IFACE).Get(ft.MANAGER_IFACE, name)
 
@@ -616,10 +595,10 @@ def test_client_killed(bus, tmp):
             ft.check(dt < 1.0, f"fds released {dt:.2f} s after the owner died, more than 1 s")
             states = [str(ft.job_prop(conn, j, "State")) for j in jobs]
             ft.check(all(s == "cancelled" for s in states), f"killed owner's jobs: {states}")
-            rss.append(vmrss_kib(d.pid))
+            rss.append(ft.vmrss_kib(d.pid))
             ft.log(f"  round {round_}: fds {during} -> {d.fd_count()} (base {base_fds}) in {dt * 1000:.0f} ms, "
                    f"VmRSS {rss[-1]} KiB")
-        check_rss(d, rss[0], rss[-1], 8192, f"4 more killed clients ({rss})")
+        ft.check_rss(d, rss[0], rss[-1], 8192, f"4 more killed clients ({rss})")
         ft.check(d.alive(), "fhashd died")
         conn.close()
     ft.log(f"ok: client SIGKILLed mid-batch x5: jobs cancelled, fds back within 1 s, VmRSS {rss[0]} -> {rss[-1]} KiB")
@@ -750,7 +729,7 @@ def test_never_reads(tmp):
                 for _ in range(3):
                     warm = str(mgr.HashPaths(files, "sha256", ft.options()))
                     w.wait([warm])
-                rss0 = vmrss_kib(d.pid)
+                rss0 = ft.vmrss_kib(d.pid)
                 bytes0 = int(manager_prop(conn, "BytesHashed"))
                 s = raw_client(bus.address)
                 for k in range(60):
@@ -766,9 +745,9 @@ def test_never_reads(tmp):
                 ft.check(done, f"the never-reading client's jobs did not all run: BytesHashed "
                                f"{int(manager_prop(conn, 'BytesHashed')) - bytes0} of {60 * total}, "
                                f"{manager_prop(conn, 'ActiveJobs')} active")
-                rss1 = vmrss_kib(d.pid)
+                rss1 = ft.vmrss_kib(d.pid)
                 ft.check(d.alive(), f"fhashd died:\n{d.log()}")
-                check_rss(d, rss0, rss1, 8192, "a client that never reads 18 MB of signals")
+                ft.check_rss(d, rss0, rss1, 8192, "a client that never reads 18 MB of signals")
                 again = str(mgr.HashPaths(files[:50], "sha1", ft.options()))
                 w.wait([again])
                 check_digests(w, [(again, files[:50])], "sha1", "after the never-reading client")

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* peer.h: direct (peer-to-peer) D-Bus connections that fhashd hands out through OpenConnection() */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "macro.h"
+
+typedef struct Manager Manager;
+typedef struct Peer Peer;
+
+/*
+ * Every fd a client passes through the bus is received, kept and sent again by dbus-daemon: with
+ * 4 KiB files that costs as much as hashing them. OpenConnection() gives the caller one end of a
+ * socketpair instead, with a private D-Bus connection on it: the same Manager and Job objects, the
+ * same calls and signals, but nothing in between. The caller's identity is fixed when the
+ * connection is made: its uid and unique name come from the bus driver at that moment, so a peer's
+ * calls are judged exactly as its bus calls would be (SO_PEERCRED on a socketpair would only name
+ * fhashd itself). Whoever holds the fd acts as that caller, as with any fd it hands on.
+ *
+ * The connection owns the jobs made through it: its signals go back on it, AddFds()/Close() are
+ * accepted only on it, and when it closes its unfinished jobs are cancelled and their fds and buffers
+ * released, as when a bus client disconnects.
+ */
+struct Peer {
+        Manager *manager;
+        Peer *next, *prev;  /* Manager.peers */
+        uint64_t id;
+        sd_bus *bus;
+        char *name;         /* "<opener's unique name>/direct/<id>": the Owner of its jobs */
+        uid_t uid;          /* the opener's euid, from the bus driver */
+        bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
+};
+
+/* Connections open at once, in all and per uid; past them OpenConnection() is Busy. Each is an fd
+ * and a little memory in fhashd, held as long as the client keeps it. */
+#define PEERS_MAX 256u
+#define PEERS_MAX_PER_UID 16u
+
+/* Makes a connection for a caller (unique name opener, euid uid) and returns the caller's end of it
+ * in *ret_fd (close-on-exec). -EBUSY past the limits. */
+int peer_new(Manager *m, const char *opener, uid_t uid, Peer **ret, int *ret_fd);
+/* Closes the connection and forgets it; takes NULL. Its jobs must have been let go of already
+ * (peer_gone() does that). */
+Peer *peer_free(Peer *p);
+
+/* Messages queued for a direct connection past which its client counts as not reading: the
+ * connection is closed and its jobs cancelled. On the bus dbus-daemon bounds what it queues for a
+ * client (max_outgoing_bytes); here fhashd would, so it bounds it itself. Clients that read, even
+ * slowly, stay far below: the socket buffer holds the first few hundred KiB. */
+#define PEER_BACKLOG_MAX 64u
+
+/* After a send on bus: if it is a direct connection with more than PEER_BACKLOG_MAX messages
+ * queued, shuts its socket down. The close is handled from the event loop (Disconnected), never
+ * inside the caller. */
+void peer_check_backlog(Manager *m, sd_bus *bus);
+
+/* The peer whose connection this is, or NULL for the bus. */
+Peer *peer_from_bus(Manager *m, sd_bus *bus);
+
+/* Sends what is queued on every direct connection (JobFinished before an exit), waiting at most
+ * PEER_FLUSH_USEC in all for clients that do not read. */
+#define PEER_FLUSH_USEC (1000 * 1000ULL)
+void peer_flush_all(Manager *m);
