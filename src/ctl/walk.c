@@ -107,7 +107,7 @@ static int cmp_names(const void *a, const void *b)
  * pushed, 1 with an error entry for path if it cannot be read, or -ENOMEM. */
 static int enter(Walk *w, int dfd, char *path, const struct stat *st, WalkEntry *ret)
 {
-        _cleanup_free_ char *p = path;
+        /* path is freed by hand, not by _cleanup_: clang-tidy 14 does not see cleanup attributes. */
         char **names = NULL;
         size_t n = 0, alloc = 0;
         struct dirent *de;
@@ -119,6 +119,7 @@ static int enter(Walk *w, int dfd, char *path, const struct stat *st, WalkEntry 
                 WalkFrame *nf = reallocarray(w->frames, na, sizeof(*nf));
                 if (!nf) {
                         safe_close(dfd);
+                        free(path);
                         return -ENOMEM;
                 }
                 w->frames = nf;
@@ -128,7 +129,7 @@ static int enter(Walk *w, int dfd, char *path, const struct stat *st, WalkEntry 
         if (!d) {
                 r = negative_errno();
                 safe_close(dfd);
-                return emit(w, TAKE_PTR(p), r, NULL, ret);
+                return emit(w, path, r, NULL, ret);
         }
         errno = 0;
         while ((de = readdir(d))) {
@@ -152,17 +153,18 @@ static int enter(Walk *w, int dfd, char *path, const struct stat *st, WalkEntry 
                 r = negative_errno();
                 strv_free_n(names, n);
                 closedir(d);
-                return emit(w, TAKE_PTR(p), r, NULL, ret);
+                return emit(w, path, r, NULL, ret);
         }
         if (n > 0)
                 qsort(names, n, sizeof(*names), cmp_names);
-        w->frames[w->depth++] = (WalkFrame){ .dir = d, .path = TAKE_PTR(p), .names = names, .n = n,
+        w->frames[w->depth++] = (WalkFrame){ .dir = d, .path = path, .names = names, .n = n,
                                              .dev = st->st_dev, .ino = st->st_ino };
         return 0;
 
 oom:
         strv_free_n(names, n);
         closedir(d);
+        free(path);
         return -ENOMEM;
 }
 
@@ -257,17 +259,20 @@ int walk_next(Walk *w, WalkEntry *ret)
 
 int walk_expand(char *const *args, size_t n_args, const WalkOptions *options, WalkList **ret)
 {
-        _cleanup_(walk_freep) Walk *w = NULL;
+        Walk *w = NULL;
         WalkList *l;
         size_t alloc = 0;
         int r;
 
+        /* w and l are freed by hand: clang-tidy 14 does not see a _cleanup_ free. */
         r = walk_new(args, n_args, options, &w);
         if (r < 0)
                 return r;
         l = calloc(1, sizeof(*l));
-        if (!l)
+        if (!l) {
+                walk_free(w);
                 return -ENOMEM;
+        }
         for (;;) {
                 WalkEntry e;
                 char *p;
@@ -287,13 +292,14 @@ int walk_expand(char *const *args, size_t n_args, const WalkOptions *options, Wa
                 }
                 p = r > 0 ? strdup(e.path) : NULL;
                 if (!p) {
-                        /* By hand: clang-tidy 14 does not see a _cleanup_ free. */
                         walk_list_free(l);
+                        walk_free(w);
                         return r < 0 ? r : -ENOMEM;
                 }
                 e.path = p;
                 l->entries[l->n_entries++] = e;
         }
+        walk_free(w);
         *ret = l;
         return 0;
 }
