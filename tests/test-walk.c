@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test-walk.c: -r order, symlinks, non-regular files, --exclude and loops on a real tree */
+/* test-walk.c: -r order, symlinks, non-regular files, --exclude and loops on a real tree; the walk is
+ * incremental */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -153,12 +154,122 @@ static void test_args_kept(void **state)
         assert_non_null(l2->entries[2].note);
 }
 
+/* walk_next() gives what walk_expand() gives, entry by entry. */
+static void test_next_same_as_expand(void **state)
+{
+        _cleanup_(walk_list_freep) WalkList *l = NULL;
+        _cleanup_(walk_freep) Walk *w = NULL;
+        WalkOptions o = { .recursive = true, .follow = true };
+        char dash[] = "-";
+        char *args[] = { root, dash, root };
+        WalkEntry e;
+        size_t i = 0;
+        int r;
+
+        assert_int_equal(walk_expand(args, 3, &o, &l), 0);
+        assert_int_equal(walk_new(args, 3, &o, &w), 0);
+        while ((r = walk_next(w, &e)) > 0) {
+                assert_true(i < l->n_entries);
+                assert_string_equal(e.path, l->entries[i].path);
+                assert_int_equal(e.error, l->entries[i].error);
+                assert_ptr_equal(e.note, l->entries[i].note);
+                i++;
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(i, l->n_entries);
+        /* Over means over. */
+        assert_int_equal(walk_next(w, &e), 0);
+}
+
+/* The walk reads a directory only when it gets there: what changes in a directory further on before
+ * then is what the walk sees, so the first files can be hashed while the rest is not even read. */
+static void test_incremental(void **state)
+{
+        _cleanup_free_ char *top = th_mkdtemp("walk-inc"), *p = NULL;
+        _cleanup_(walk_freep) Walk *w = NULL;
+        WalkOptions o = { .recursive = true };
+        char *args[] = { top };
+        WalkEntry e;
+
+        assert_non_null(top);
+        assert_true(asprintf(&p, "%s/a", top) > 0);
+        assert_int_equal(th_write_random_file(p, 1, 1), 0);
+        free(p);
+        assert_true(asprintf(&p, "%s/m", top) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+        free(p);
+        assert_true(asprintf(&p, "%s/z", top) > 0);
+        assert_int_equal(mkdir(p, 0755), 0);
+        free(p);
+
+        assert_int_equal(walk_new(args, 1, &o, &w), 0);
+        assert_int_equal(walk_next(w, &e), 1);
+        assert_true(strstr(e.path, "/a") != NULL);
+
+        /* After the first entry: a file in m/, and z/ goes away. */
+        assert_true(asprintf(&p, "%s/m/new", top) > 0);
+        assert_int_equal(th_write_random_file(p, 1, 2), 0);
+        free(p);
+        assert_true(asprintf(&p, "%s/z", top) > 0);
+        assert_int_equal(rmdir(p), 0);
+
+        assert_int_equal(walk_next(w, &e), 1);
+        assert_true(strstr(e.path, "/m/new") != NULL);
+        assert_int_equal(e.error, 0);
+        /* z/ was listed with the top directory, but is gone: an error entry, as an unreadable file. */
+        assert_int_equal(walk_next(w, &e), 1);
+        assert_string_equal(e.path, p);
+        assert_int_equal(e.error, -ENOENT);
+        assert_int_equal(walk_next(w, &e), 0);
+        th_rm_rf(top);
+}
+
+/* A deep tree holds one open directory per level, not one per directory seen, and frees them all. */
+static void test_deep(void **state)
+{
+        _cleanup_free_ char *top = th_mkdtemp("walk-deep");
+        _cleanup_(walk_freep) Walk *w = NULL;
+        WalkOptions o = { .recursive = true };
+        char *args[] = { top };
+        char path[8192];
+        size_t n = 0, pl;
+        int fds_before, r;
+        WalkEntry e;
+
+        assert_non_null(top);
+        pl = (size_t)snprintf(path, sizeof(path), "%s", top);
+        for (int depth = 0; depth < 100; depth++) {
+                for (int k = 0; k < 3; k++) {
+                        char f[8300];
+                        snprintf(f, sizeof(f), "%s/f%d", path, k);
+                        assert_int_equal(th_write_random_file(f, 1, (uint32_t)k), 0);
+                }
+                pl += (size_t)snprintf(path + pl, sizeof(path) - pl, "/d");
+                assert_int_equal(mkdir(path, 0755), 0);
+        }
+        fds_before = th_count_fds();
+        assert_int_equal(walk_new(args, 1, &o, &w), 0);
+        while ((r = walk_next(w, &e)) > 0) {
+                assert_int_equal(e.error, 0);
+                assert_true(th_count_fds() <= fds_before + 101);
+                n++;
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(n, 300);
+        /* Every directory closed once the walk is over. */
+        assert_int_equal(th_count_fds(), fds_before);
+        th_rm_rf(top);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_recursive),
                 cmocka_unit_test(test_follow_exclude),
                 cmocka_unit_test(test_args_kept),
+                cmocka_unit_test(test_next_same_as_expand),
+                cmocka_unit_test(test_incremental),
+                cmocka_unit_test(test_deep),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

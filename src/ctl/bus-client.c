@@ -161,12 +161,8 @@ typedef struct Orphan {
 
 struct BusClient {
         sd_bus *bus;
-        const RunItem *items;
-        size_t n_items;
         RunReadOptions read;
-        RunOrder order;
-        char **messages;          /* per item: the daemon's reason text, kept until delivered */
-        bool *in_flight;          /* per item: sent, no result yet */
+        RunOrder order;           /* the items pulled from the source; mark: sent, no result yet */
         size_t next_item;         /* first item neither sent nor answered here */
         size_t files_in_flight, window;
         unsigned calls_out;       /* calls without a reply */
@@ -215,19 +211,17 @@ static int client_job_new(BusClient *c, HashAlgo algo, ClientJob **ret)
 static void deliver(BusClient *c, ClientJob *j, size_t item, RunStatus status, int error, const char *message,
                     uint64_t size, const char *hex)
 {
-        RunResult r = { .index = item, .status = status, .error = error, .size = size };
+        RunResult r = { .index = item, .status = status, .error = error, .size = size, .message = message };
+        bool *in_flight;
 
-        if (item >= c->n_items || c->order.have[item])
+        if (run_order_has(&c->order, item))
                 return;
-        if (c->in_flight[item]) {
-                c->in_flight[item] = false;
+        in_flight = run_order_mark(&c->order, item);
+        if (*in_flight) {
+                *in_flight = false;
                 c->files_in_flight--;
         }
         c->results_seen++;
-        if (message && !c->messages[item]) {
-                c->messages[item] = strdup(message);
-                r.message = c->messages[item];
-        }
         if (hex && strlen(hex) < sizeof(r.hex))
                 strcpy(r.hex, hex);
         if (status == RUN_OK) {
@@ -515,14 +509,48 @@ static int append_strv_option(sd_bus_message *m, const char *key, const BusCall 
         return r;
 }
 
+/* An item pulled and not delivered yet: every item sent, to be sent again or being sent is one. */
+static const RunItem *item_at(const BusClient *c, size_t item)
+{
+        return run_order_item(&c->order, item);
+}
+
+/* Item i, pulling the source up to it: NULL once the source has ended before it (or failed: then
+ * c->error says why). The pointer is good until the next pull. */
+static const RunItem *peek(BusClient *c, size_t i)
+{
+        while (c->order.n_items <= i) {
+                size_t k;
+                int r = run_order_pull(&c->order, &k);
+
+                if (r <= 0) {
+                        if (r < 0 && c->error == 0)
+                                c->error = r;
+                        return NULL;
+                }
+        }
+        return item_at(c, i);
+}
+
+/* Answers an item that is not hashed (a walk error or a skip note) here. */
+static bool deliver_preset(BusClient *c, size_t item)
+{
+        RunResult pre;
+
+        if (!run_item_preset(item_at(c, item), item, &pre))
+                return false;
+        deliver(c, NULL, item, pre.status, pre.error, NULL, 0, NULL);
+        return true;
+}
+
 static const char *item_name(const BusClient *c, size_t item)
 {
-        return c->items[item].name;
+        return item_at(c, item)->name;
 }
 
 static const char *item_expected(const BusClient *c, size_t item)
 {
-        return c->items[item].expected ?: "";
+        return item_at(c, item)->expected ?: "";
 }
 
 static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
@@ -536,7 +564,7 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
         int r;
 
         for (size_t k = 0; k < call->n; k++) {
-                const RunItem *it = &c->items[call->idx[k]];
+                const RunItem *it = item_at(c, call->idx[k]);
 
                 if (!output_is_utf8(it->name))
                         names_utf8 = false;
@@ -587,11 +615,14 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
         if (r < 0)
                 return r;
 
-        for (size_t k = 0; k < call->n; k++)
-                if (!c->in_flight[call->idx[k]]) {
-                        c->in_flight[call->idx[k]] = true;
+        for (size_t k = 0; k < call->n; k++) {
+                bool *in_flight = run_order_mark(&c->order, call->idx[k]);
+
+                if (in_flight && !*in_flight) {
+                        *in_flight = true;
                         c->files_in_flight++;
                 }
+        }
         j->n_sent += call->n;
         j->calls++;
         c->calls_out++;
@@ -678,11 +709,14 @@ static void retry_later(BusClient *c, BusCall *call, bool at_once)
 /* The items of call are not in fhashd: they count as in flight no more. */
 static void call_unsend(BusClient *c, BusCall *call)
 {
-        for (size_t k = 0; k < call->n; k++)
-                if (c->in_flight[call->idx[k]]) {
-                        c->in_flight[call->idx[k]] = false;
+        for (size_t k = 0; k < call->n; k++) {
+                bool *in_flight = run_order_mark(&c->order, call->idx[k]);
+
+                if (in_flight && *in_flight) {
+                        *in_flight = false;
                         c->files_in_flight--;
                 }
+        }
         call->job->n_sent -= call->n;
 }
 
@@ -807,7 +841,7 @@ static int call_resend(BusClient *c, BusCall *call)
                 uint64_t size;
                 int fd = -EBADF;
 
-                r = open_input(&c->items[item], &fd, &size);
+                r = open_input(item_at(c, item), &fd, &size);
                 if (r < 0) {
                         deliver(c, j, item, RUN_ERROR, r, NULL, 0, NULL);
                         continue;
@@ -841,7 +875,7 @@ static int send_stream(BusClient *c, size_t item, int fd)
         }
         *call = (BusCall){ .client = c, .kind = CALL_HASH_FDS, .stream = true, .n = 1 };
         call->idx[0] = item;
-        r = client_job_new(c, c->items[item].algo, &call->job);
+        r = client_job_new(c, item_at(c, item)->algo, &call->job);
         if (r >= 0)
                 r = call_send(c, call, &fd);
         else
@@ -851,16 +885,19 @@ static int send_stream(BusClient *c, size_t item, int fd)
         return r;
 }
 
-/* Whether the next item could go to a job of algo that has had n_sent files. */
-static bool next_fits(const BusClient *c, HashAlgo algo, size_t n_sent)
+/* Whether the next item could go to a job of algo that has had n_sent files (pulling it if need be). */
+static bool next_fits(BusClient *c, HashAlgo algo, size_t n_sent)
 {
-        return c->next_item < c->n_items && c->items[c->next_item].algo == algo && n_sent < FILES_PER_JOB;
+        const RunItem *next = peek(c, c->next_item);
+
+        return next && next->algo == algo && n_sent < FILES_PER_JOB;
 }
 
 /* Sends the next call, or answers the next items here. Returns 1 if it has to wait for replies. */
 static int send_next(BusClient *c)
 {
-        const RunItem *it = &c->items[c->next_item];
+        /* Pulling may move the items: only the algorithm of this one is kept. */
+        HashAlgo algo = item_at(c, c->next_item)->algo;
         ClientJob *j = c->cur;
         int fds[FHASH_MAX_FDS_PER_CALL] = { [0 ... FHASH_MAX_FDS_PER_CALL - 1] = -EBADF };
         BusCall *call;
@@ -868,11 +905,11 @@ static int send_next(BusClient *c)
         bool last;
         int r;
 
-        if (it->error < 0) {
-                deliver(c, NULL, c->next_item++, RUN_ERROR, it->error, NULL, 0, NULL);
+        if (deliver_preset(c, c->next_item)) {
+                c->next_item++;
                 return 0;
         }
-        if (j && (j->finished || !j->open || j->algo != it->algo || j->n_sent >= FILES_PER_JOB)) {
+        if (j && (j->finished || !j->open || j->algo != algo || j->n_sent >= FILES_PER_JOB)) {
                 r = job_stop_sending(c, j);
                 if (r < 0)
                         return r;
@@ -887,10 +924,13 @@ static int send_next(BusClient *c)
         if (j && j->calls > 0) {
                 /* The call that sends the job's last files closes it, so it waits until the job's
                  * other calls are answered: one of them may come back Busy and go again. */
+                const RunItem *x;
                 size_t left = 0;
 
-                for (size_t i = c->next_item; i < c->n_items && left <= room && c->items[i].algo == it->algo; i++)
+                for (size_t i = c->next_item; left <= room && (x = peek(c, i)) && x->algo == algo; i++)
                         left++;
+                if (c->error < 0)
+                        return c->error;
                 if (left <= room || n_sent + room >= FILES_PER_JOB)
                         return 1;
         }
@@ -899,13 +939,15 @@ static int send_next(BusClient *c)
         if (!call)
                 return -ENOMEM;
         *call = (BusCall){ .client = c };
-        while (call->n < room && c->next_item < c->n_items && c->items[c->next_item].algo == it->algo) {
-                const RunItem *x = &c->items[c->next_item];
+        for (;;) {
+                const RunItem *x = call->n < room ? peek(c, c->next_item) : NULL;
                 uint64_t size = 0;
                 int fd = -EBADF;
 
-                if (x->error < 0) {
-                        deliver(c, NULL, c->next_item++, RUN_ERROR, x->error, NULL, 0, NULL);
+                if (!x || x->algo != algo)
+                        break;
+                if (deliver_preset(c, c->next_item)) {
+                        c->next_item++;
                         continue;
                 }
                 r = open_input(x, &fd, &size);
@@ -919,10 +961,19 @@ static int send_next(BusClient *c)
                                 goto fail;
                         continue;
                 }
+                c->bytes_total += size;
                 fds[call->n] = fd;
                 call->idx[call->n++] = c->next_item++;
         }
-        last = c->legacy || !next_fits(c, it->algo, n_sent + call->n);
+        if (c->error < 0) {
+                r = c->error;
+                goto fail;
+        }
+        last = c->legacy || !next_fits(c, algo, n_sent + call->n);
+        if (c->error < 0) {
+                r = c->error;
+                goto fail;
+        }
         if (call->n == 0) {
                 call_free(call);
                 /* Everything failed to open; if that was all the job was to get, close it. */
@@ -932,7 +983,7 @@ static int send_next(BusClient *c)
         }
 
         if (!j) {
-                r = client_job_new(c, it->algo, &j);
+                r = client_job_new(c, algo, &j);
                 if (r < 0)
                         goto fail;
                 call->kind = CALL_HASH_FDS;
@@ -972,8 +1023,11 @@ static void cancel_rest(BusClient *c)
                 call_free(call);
         }
         c->retry_tail = &c->retry;
-        for (; c->next_item < c->n_items; c->next_item++)
-                deliver(c, NULL, c->next_item, RUN_CANCELLED, -ECANCELED, NULL, 0, NULL);
+        /* The rest of the source too, each said as if it had been sent: the output is the same as
+         * when the whole list was known before the first call. */
+        for (; peek(c, c->next_item); c->next_item++)
+                if (!deliver_preset(c, c->next_item))
+                        deliver(c, NULL, c->next_item, RUN_CANCELLED, -ECANCELED, NULL, 0, NULL);
 }
 
 /* Sends what the window allows. */
@@ -1005,8 +1059,11 @@ static int pump(BusClient *c)
                                 return r;
                         continue;
                 }
-                if (c->next_item >= c->n_items)
+                /* Results wait behind the oldest file not answered: bounded, as in-flight files are. */
+                if (c->next_item - c->order.next >= RUN_MAX_PENDING)
                         return 0;
+                if (!peek(c, c->next_item))
+                        return c->error;
                 r = send_next(c);
                 if (r < 0)
                         return r;
@@ -1018,7 +1075,7 @@ static int pump(BusClient *c)
 static void draw_progress(BusClient *c, Progress *p)
 {
         ProgressState s = { .bytes_done = c->bytes_finished, .bytes_total = c->bytes_total,
-                            .files_done = c->files_finished, .files_total = c->n_items };
+                            .files_done = c->files_finished, .files_total = c->order.n_items };
 
         if (!p || !p->enabled)
                 return;
@@ -1050,11 +1107,6 @@ static void client_free(BusClient *c)
         for (size_t i = 0; i < c->n_orphans; i++)
                 free(c->orphans[i].reason);
         free(c->orphans);
-        if (c->messages)
-                for (size_t i = 0; i < c->n_items; i++)
-                        free(c->messages[i]);
-        free(c->messages);
-        free(c->in_flight);
         run_order_deinit(&c->order);
 }
 
@@ -1083,14 +1135,8 @@ static int client_run(BusClient *c, Progress *progress)
 {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *s_sig = NULL, *s_props = NULL, *s_owner = NULL;
         sd_bus *bus = c->bus;
-        const RunItem *items = c->items;
-        size_t n = c->n_items;
         int r;
 
-        c->messages = calloc(MAX(n, (size_t)1), sizeof(char *));
-        c->in_flight = calloc(MAX(n, (size_t)1), sizeof(bool));
-        if (!c->messages || !c->in_flight)
-                return -ENOMEM;
         c->retry_tail = &c->retry;
         c->window = files_window();
 
@@ -1123,15 +1169,10 @@ static int client_run(BusClient *c, Progress *progress)
         if (r < 0)
                 return r;
 
-        if (progress && progress->enabled)
-                for (size_t i = 0; i < n; i++) {
-                        struct stat st;
-                        if (!streq(items[i].path, "-") && stat(items[i].path, &st) >= 0 && S_ISREG(st.st_mode))
-                                c->bytes_total += (uint64_t)st.st_size;
-                }
-
-        /* Until every item is delivered and every call answered (a last Close() included). */
-        while (c->order.next < n || c->calls_out > 0) {
+        /* Until the source is over, every item delivered and every call answered (a last Close()
+         * included). pump() pulls the source only while the window has room, so the walk goes on
+         * between our calls and their results, and stops while fhashd has enough to do. */
+        while (!run_order_finished(&c->order) || c->calls_out > 0) {
                 r = pump(c);
                 if (r < 0)
                         return r;
@@ -1152,13 +1193,13 @@ static int client_run(BusClient *c, Progress *progress)
         return 0;
 }
 
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, const RunReadOptions *ro, RunResultFn fn,
+int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
                    void *userdata, Progress *progress, sd_bus_error *error)
 {
-        BusClient c = { .bus = bus, .items = items, .n_items = n, .read = *ro, .ret_error = error };
+        BusClient c = { .bus = bus, .read = *ro, .ret_error = error };
         int r;
 
-        r = run_order_init(&c.order, items, n, fn, userdata, progress);
+        r = run_order_init(&c.order, source, fn, userdata, progress);
         if (r < 0)
                 return r;
         /* Freed here rather than by _cleanup_: clang-tidy 14 and cppcheck 2.10 do not model cleanup

@@ -27,7 +27,9 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
 int bus_client_open_direct(sd_bus **bus);
 
 /*
- * Hashes items through fhashd. fhashctl opens every file itself and passes fds, FHASH_MAX_FDS_PER_CALL
+ * Hashes the items of source through fhashd, pulling them as the window below has room, so that a
+ * directory walk goes on while fhashd hashes what it found first. fhashctl opens every file itself
+ * and passes fds, FHASH_MAX_FDS_PER_CALL
  * per call. All the files of a run (up to 65,536, of one algorithm) go to one job: HashFds with the
  * "more" option opens it, pipelined AddFds calls feed it, the last one (or a Close()) closes it. At
  * most 1,024 files are in flight (sent, no result yet): each is an fd fhashd holds open until the file
@@ -43,7 +45,7 @@ int bus_client_open_direct(sd_bus **bus);
  * before the first call, and signals for a job path not known yet (its HashFds reply not processed)
  * are kept and replayed once the reply names the job, so no result can be lost whatever the order.
  */
-int bus_client_run(sd_bus *bus, const RunItem *items, size_t n, const RunReadOptions *ro, RunResultFn fn,
+int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
                    void *userdata, Progress *progress, sd_bus_error *error);
 
 /* The manager's properties, "Name: value" lines. */

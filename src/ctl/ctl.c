@@ -338,8 +338,9 @@ static int parse_args(int argc, char *argv[], Args *a)
         return -1;
 }
 
-/* Runs the items through fhashd or in-process, per the options. Returns 0, or -errno after saying why. */
-static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn fn, void *userdata)
+/* Runs the items of source through fhashd or in-process, per the options, hashing while the source
+ * still produces them. Returns 0, or -errno after saying why. */
+static int run_items(const Args *a, const RunSource *source, RunResultFn fn, void *userdata)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const RunReadOptions ro = { .dontcache = a->no_cache, .strategy = a->io };
@@ -365,7 +366,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
         if (bus) {
                 if (!a->no_direct)
                         (void)bus_client_open_direct(&bus);
-                r = bus_client_run(bus, items, n, &ro, fn, userdata, &progress, &error);
+                r = bus_client_run(bus, source, &ro, fn, userdata, &progress, &error);
                 sd_bus_flush_close_unref(bus);
                 if (r < 0) {
                         err("hashing through fhashd failed: %s",
@@ -374,7 +375,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
                 }
                 return 0;
         }
-        r = run_local(items, n, &ro, fn, userdata, &progress);
+        r = run_local(source, &ro, fn, userdata, &progress);
         if (r < 0)
                 err("cannot start the hashing engine: %s", strerror(-r));
         return r;
@@ -382,7 +383,7 @@ static int run_items(const Args *a, const RunItem *items, size_t n, RunResultFn 
 
 typedef struct HashState {
         const Args *args;
-        size_t ok, failed;
+        size_t ok, failed, skipped;
         uint64_t bytes;
 } HashState;
 
@@ -391,6 +392,14 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
         HashState *s = userdata;
         const Args *a = s->args;
 
+        if (r->status == RUN_SKIPPED) {
+                /* In walk order, among the results: the walk goes on while they are printed. */
+                _cleanup_free_ char *q = NULL;
+                s->skipped++;
+                if (output_quote(item->name, &q) >= 0)
+                        err("%s: skipped: %s", q, item->note);
+                return;
+        }
         if (r->status == RUN_OK) {
                 s->ok++;
                 s->bytes += r->size;
@@ -409,10 +418,30 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
                 err_name(item->name, reason);
 }
 
+/* The walk as a RunSource: each entry becomes an item when the runner has room for it. */
+typedef struct WalkSource {
+        Walk *walk;
+        HashAlgo algo;
+} WalkSource;
+
+static int walk_source_next(void *userdata, RunItem *ret)
+{
+        WalkSource *ws = userdata;
+        WalkEntry e;
+        int r;
+
+        r = walk_next(ws->walk, &e);
+        if (r < 0)
+                err("cannot list files: %s", strerror(-r));
+        if (r <= 0)
+                return r;
+        *ret = (RunItem){ .name = e.path, .path = e.path, .algo = ws->algo, .error = e.error, .note = e.note };
+        return 1;
+}
+
 static int verb_hash(Args *a)
 {
-        _cleanup_(walk_list_freep) WalkList *l = NULL;
-        _cleanup_free_ RunItem *items = NULL;
+        _cleanup_(walk_freep) Walk *w = NULL;
         char *stdin_arg[] = { (char *)"-" };
         WalkOptions wo = {
                 .recursive = a->recursive,
@@ -422,37 +451,21 @@ static int verb_hash(Args *a)
                 .n_excludes = a->n_excludes,
         };
         HashState s = { .args = a };
-        size_t n = 0, skipped = 0;
         int r;
 
-        r = walk_expand(a->n_rest > 0 ? a->rest : stdin_arg, a->n_rest > 0 ? a->n_rest : 1, &wo, &l);
+        r = walk_new(a->n_rest > 0 ? a->rest : stdin_arg, a->n_rest > 0 ? a->n_rest : 1, &wo, &w);
         if (r < 0) {
                 err("cannot list files: %s", strerror(-r));
                 return CTL_EXIT_FAILED;
         }
-        items = calloc(MAX(l->n_entries, (size_t)1), sizeof(*items));
-        if (!items) {
-                err("Out of memory.");
-                return CTL_EXIT_FAILED;
-        }
-        for (size_t i = 0; i < l->n_entries; i++) {
-                const WalkEntry *e = &l->entries[i];
+        WalkSource ws = { .walk = w, .algo = a->algo };
+        RunSource source = { .next = walk_source_next, .userdata = &ws };
 
-                if (e->note) {
-                        _cleanup_free_ char *q = NULL;
-                        skipped++;
-                        if (output_quote(e->path, &q) >= 0)
-                                err("%s: skipped: %s", q, e->note);
-                        continue;
-                }
-                items[n++] = (RunItem){ .name = e->path, .path = e->path, .algo = a->algo, .error = e->error };
-        }
-
-        r = run_items(a, items, n, hash_result, &s);
+        r = run_items(a, &source, hash_result, &s);
         if (a->json)
                 printf("{\"summary\":true,\"algorithm\":\"%s\",\"files\":%zu,\"ok\":%zu,\"failed\":%zu,"
                        "\"skipped\":%zu,\"bytes\":%" PRIu64 "}\n",
-                       output_algo_name(a->algo), n, s.ok, s.failed, skipped, s.bytes);
+                       output_algo_name(a->algo), s.ok + s.failed, s.ok, s.failed, s.skipped, s.bytes);
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 err("write error: %m");
                 return CTL_EXIT_FAILED;
@@ -614,7 +627,10 @@ static int check_one(Args *a, const char *sumfile)
                 items[n++] = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo, .expected = e->hex };
         }
 
-        r = run_items(a, items, n, check_result, &s);
+        RunArray array = { .items = items, .n = n };
+        RunSource source = { .next = run_array_next, .userdata = &array };
+
+        r = run_items(a, &source, check_result, &s);
         if (r < 0)
                 return CTL_EXIT_FAILED;
 
