@@ -62,6 +62,36 @@ def fhashd_path():
     return p
 
 
+def fhashctl_path():
+    """$FHASHCTL (or the build root's), or exit 77 saying it is missing."""
+    p = os.environ.get("FHASHCTL", "")
+    if not p:
+        build = os.environ.get("FHASH_BUILD_ROOT", "")
+        p = os.path.join(build, "src", "fhashctl") if build else ""
+    if not p or not os.access(p, os.X_OK):
+        skip("$FHASHCTL is not set or not executable")
+    return p
+
+
+def require_root_clients(programs=()):
+    """require(), and exit 77 unless we are root with setpriv (tests that run a client as nobody);
+    then installs the GLib main loop for python-dbus."""
+    require(programs)
+    if os.geteuid() != 0:
+        skip("needs root: a client switched to nobody")
+    if not shutil.which("setpriv"):
+        skip("setpriv is not installed")
+    glib_mainloop()
+
+
+def files_dir(bus, name="files"):
+    """A directory for test files in the bus's temporary directory, readable by nobody."""
+    d = os.path.join(bus.dir, name)
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    return d
+
+
 def require(programs=()):
     """Exit 77 with the reason unless everything a daemon test needs is there."""
     try:

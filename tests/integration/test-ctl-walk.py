@@ -26,13 +26,7 @@ IN_CLOEXEC = 0o2000000
 
 
 def fhashctl():
-    p = os.environ.get("FHASHCTL", "")
-    if not p:
-        build = os.environ.get("FHASH_BUILD_ROOT", "")
-        p = os.path.join(build, "src", "fhashctl") if build else ""
-    if not p or not os.access(p, os.X_OK):
-        ft.skip("$FHASHCTL is not set or not executable")
-    return p
+    return ft.fhashctl_path()
 
 
 def run(args, cwd, user=None):

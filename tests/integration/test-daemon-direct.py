@@ -315,10 +315,7 @@ def test_never_reads(bus, conn, d, tmp):
 
 
 def test_fhashctl(bus, conn, d, tmp):
-    ctl = os.environ.get("FHASHCTL") or os.path.join(os.environ.get("FHASH_BUILD_ROOT", ""), "src", "fhashctl")
-    if not os.access(ctl, os.X_OK):
-        ft.log("skip part: $FHASHCTL is not built")
-        return
+    ctl = ft.fhashctl_path()
     files = ft.make_files(os.path.join(tmp, "ctl"), 300, max_size=20000, seed=5)
     local = subprocess.run([ctl, "--local", "hash"] + files, capture_output=True, text=True)
     ft.check(local.returncode == 0, f"--local: {local.stderr}")
@@ -373,16 +370,9 @@ def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--client":
         client_nobody(*sys.argv[2:])
         return
-    ft.require()
-    if os.geteuid() != 0:
-        ft.skip("needs root: a client switched to nobody")
-    if not ft.shutil.which("setpriv"):
-        ft.skip("setpriv is not installed")
-    ft.glib_mainloop()
+    ft.require_root_clients()
     with ft.Bus(anyone=True) as bus:
-        tmp = os.path.join(bus.dir, "files")
-        os.makedirs(tmp)
-        os.chmod(tmp, 0o755)
+        tmp = ft.files_dir(bus)
         with ft.Daemon(bus, "--workers", "2") as d:
             conn = bus.connect()
             test_hash(bus, conn, d, tmp)

@@ -374,16 +374,9 @@ def main():
         elif sys.argv[2] == "intruder":
             client_intruder(*sys.argv[3:])
         return
-    ft.require()
-    if os.geteuid() != 0:
-        ft.skip("needs root: a client switched to nobody")
-    if not ft.shutil.which("setpriv"):
-        ft.skip("setpriv is not installed")
-    ft.glib_mainloop()
+    ft.require_root_clients()
     with ft.Bus(anyone=True) as bus:
-        tmp = os.path.join(bus.dir, "files")
-        os.makedirs(tmp)
-        os.chmod(tmp, 0o755)
+        tmp = ft.files_dir(bus)
         with open(os.path.join(tmp, "one"), "wb") as f:
             f.write(b"one\n")
         os.chmod(os.path.join(tmp, "one"), 0o644)

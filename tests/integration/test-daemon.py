@@ -399,16 +399,9 @@ def main():
         elif sys.argv[2] == "holder":
             client_holder(*sys.argv[3:])
         return
-    ft.require(programs=("busctl", "gdbus"))
-    if os.geteuid() != 0:
-        ft.skip("needs root: HashPaths as root and a client switched to nobody")
-    if not ft.shutil.which("setpriv"):
-        ft.skip("setpriv is not installed")
-    ft.glib_mainloop()
+    ft.require_root_clients(programs=("busctl", "gdbus"))
     with ft.Bus(anyone=True) as bus:
-        tmp = os.path.join(bus.dir, "files")
-        os.makedirs(tmp)
-        os.chmod(tmp, 0o755)
+        tmp = ft.files_dir(bus)
         with ft.Daemon(bus, "--workers", "2", "--max-jobs-per-uid", "200") as d:
             conn = bus.connect()
             w = ft.JobWatcher(conn)
