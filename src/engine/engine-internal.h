@@ -112,6 +112,14 @@ struct FileSlot {
         size_t digest_size;
         uint8_t digest[HASH_DIGEST_MAX];
 
+        /* Linked open/read/close chain (engine.c, linked_start()): the file is in direct slot
+         * `slot index` of the ring's file table, never an fd; stx is statx(path) from before the
+         * chain, stx_after the one after it. */
+        bool linked;
+        bool fixed_open;            /* the chain's open put a file in the slot ... */
+        bool fixed_closed;          /* ... and a close emptied it again */
+        bool redo;                  /* the chain cannot vouch for the result: open classically */
+
         bool reopen;                /* openat hit EMFILE/ENFILE: retry when one of ours closes */
         FileSlot *deferred_next;
 
@@ -233,6 +241,7 @@ struct Engine {
         int wake_fd;                  /* eventfd: wakes the I/O thread */
         Parker io_parker;
         bool dontcache_ok;
+        bool linked;                  /* path inputs may use the linked chain (EngineOpenMode) */
         EngineJob *active_head, *active_tail;  /* jobs with inputs left to open */
         int init_result;
         pthread_mutex_t init_lock;
@@ -258,6 +267,7 @@ struct Engine {
 
         /* Live jobs the consumer created, so engine_free() can let go of them. */
         _Atomic uint64_t bytes_hashed;
+        _Atomic uint64_t files_linked;   /* written by the I/O thread only */
         _Atomic unsigned files_queued;
 };
 
