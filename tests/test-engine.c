@@ -21,12 +21,14 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <grp.h>
 #include <unistd.h>
 
 #include "engine.h"
 #include "hash.h"
+#include "ioring.h"
 #include "macro.h"
 #include "pagecache.h"
 #include "test-helpers.h"
@@ -1772,12 +1774,13 @@ static void test_linked_changed(void **state)
         }
 }
 
-/* regular_only opens O_NONBLOCK, so the chain's read of an uncached file answers -EAGAIN: the file
- * must then be read the classic way, with the right digest. */
-static void test_linked_nonblock_uncached(void **state)
+/* What the chain cannot vouch for is read the classic way, with the right digest. Deterministic: a
+ * filesystem that refuses RWF_DONTCACHE (tmpfs) fails the chain's read with -EOPNOTSUPP. Opportunistic:
+ * regular_only opens O_NONBLOCK, and some kernels answer a read of an uncached file with -EAGAIN. */
+static void test_linked_redo(void **state)
 {
-        _cleanup_free_ char *dir = th_mkdtemp("engine-linked-nb");
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *dir = th_mkdtemp("engine-linked-redo");
+        _cleanup_free_ char *path = NULL, *shm = NULL;
         EngineJobOptions o = { .regular_only = true };
         Engine *e = new_linked_engine(ENGINE_IO_AUTO, 65536, 4);
         Collector c;
@@ -1797,9 +1800,46 @@ static void test_linked_nonblock_uncached(void **state)
         char *paths[] = { path };
         run_paths(e, &o, paths, 1, &c);
         assert_result_matches(&c.results[0], HASH_SHA256, path);
-        print_message("linked: %" PRIu64 " (0 when the page cache let go of the file)\n", engine_get_files_linked(e));
+        print_message("uncached O_NONBLOCK: %s\n", engine_get_files_linked(e) ? "read by the chain" : "redone");
         collector_done(&c);
         engine_free(e);
+
+        shm = strdup("/dev/shm/fhash-test-linked-XXXXXX");
+        assert_non_null(shm);
+        _cleanup_close_ int sfd = mkstemp(shm);
+        if (sfd < 0) {
+                print_message("no /dev/shm: the -EOPNOTSUPP redo is not tested\n");
+                th_rm_rf(dir);
+                return;
+        }
+        assert_int_equal(th_write_random_file(shm, 7000, 6), 0);
+        {
+                uint8_t b[16];
+                struct iovec iov = { .iov_base = b, .iov_len = sizeof b };
+                if (preadv2(sfd, &iov, 1, 0, RWF_DONTCACHE) >= 0) {
+                        print_message("this tmpfs takes RWF_DONTCACHE: the redo is not tested\n");
+                        (void)unlink(shm);
+                        th_rm_rf(dir);
+                        return;
+                }
+        }
+        e = new_linked_engine(ENGINE_IO_AUTO, 65536, 4);
+        assert_non_null(e);
+        o = (EngineJobOptions){ .dontcache = true };
+        char *spaths[] = { shm, shm };
+        run_paths(e, &o, spaths, 1, &c);
+        assert_result_matches(&c.results[0], HASH_SHA256, shm);
+        assert_int_equal(engine_get_files_linked(e), 0); /* redone */
+        collector_done(&c);
+        /* The classic read turned RWF_DONTCACHE off for the engine: the next chain goes through. */
+        run_paths(e, &o, spaths, 2, &c);
+        assert_result_matches(&c.results[0], HASH_SHA256, shm);
+        assert_result_matches(&c.results[1], HASH_SHA256, shm);
+        assert_int_equal(engine_get_files_linked(e), 2);
+        assert_int_equal(count_occupied_direct_slots(), 0);
+        collector_done(&c);
+        engine_free(e);
+        (void)unlink(shm);
         th_rm_rf(dir);
 }
 
@@ -1947,7 +1987,7 @@ int main(void)
                 cmocka_unit_test(test_linked_sizes_unregistered),
                 cmocka_unit_test(test_linked_errors),
                 cmocka_unit_test(test_linked_changed),
-                cmocka_unit_test(test_linked_nonblock_uncached),
+                cmocka_unit_test(test_linked_redo),
                 cmocka_unit_test(test_linked_cancel),
                 cmocka_unit_test(test_linked_fallback),
         };
