@@ -1536,11 +1536,11 @@ static int io_setup(Engine *e)
                 for (unsigned i = 0; i < e->n_buffers; i++)
                         iov[i] = (struct iovec){ .iov_base = e->buffers[i].data, .iov_len = e->buffer_size };
 
-        /* Per open file at most 5 non-read operations at once (open, close, cancel; a linked chain's
-         * open, read and close plus two cancels), plus one read per buffer, plus the wake read: the CQ
-         * (2x) can never overflow. */
+        /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), 5 with
+         * linked chains (open, read and close, two cancels), plus one read per buffer, plus the wake
+         * read: the CQ (2x) can never overflow. */
         entries = 1;
-        while (entries < e->max_open * 5 + e->n_buffers + 8)
+        while (entries < e->max_open * (e->config.open_mode == ENGINE_OPEN_LINKED ? 5 : 3) + e->n_buffers + 8)
                 entries <<= 1;
         k = ioring_new(e->config.io_mode, MIN(entries, 4096u), iov, n_iov, e->wake_fd, &e->ring);
         free(iov);
