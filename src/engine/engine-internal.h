@@ -45,6 +45,7 @@ typedef struct Buffer {
         uint64_t offset;        /* file offset of data[0]; unused for unseekable streams */
         uint32_t want;          /* bytes asked for */
         uint32_t got;           /* bytes filled so far (short reads are resumed) */
+        bool small;             /* one of the small slots (Engine.small), not of the pool proper */
         bool in_flight;         /* a read SQE is outstanding */
         bool direct_read;       /* ... issued while the fd was O_DIRECT */
         bool done;              /* full, or ended by EOF */
@@ -221,6 +222,13 @@ struct Engine {
         uint64_t *free_map;           /* I/O thread only: bit i set = slot i is in the pool */
         unsigned n_free_buffers;
         unsigned max_span;            /* slots one read may span: 1 unless the pool allows more */
+        /* Small slots, after the pool proper in the same mapping (and registration): one per open
+         * file, so that every small file open can have its read in flight, where 16 pool slots of
+         * 1 MiB allowed 16. Owned like pool slots; a free list instead of the bitmap (no spans). */
+        Buffer *small;
+        unsigned n_small, n_free_small;
+        size_t small_size;
+        Buffer *free_small;           /* I/O thread only */
 
         FileSlot *slots;
         FileSlot *free_slots;         /* I/O thread only */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,10 @@
 #define DEFAULT_BUFFER_SIZE (1u << 20)
 #define DEFAULT_BUFFERS 16
 #define DEFAULT_MAX_OPEN 64
+/* Bytes per small slot (one per open file), for files that fit in one: see Engine.small. */
+#define SMALL_SLOT_SIZE ((size_t)64 << 10)
+/* At most this many (16 MiB of locked memory): beyond, small files use pool slots as before. */
+#define SMALL_SLOTS_MAX 256u
 #define ENGINE_DISPATCH_MAX 256  /* events delivered per engine_dispatch() call */
 
 /* Completion tags: a pointer with the operation in its low 3 bits (slots and buffers are 8-aligned). */
@@ -303,6 +308,12 @@ static void buffer_put(Engine *e, Buffer *b)
         b->file = NULL;
         b->next = NULL;
         b->span = 1;
+        if (b->small) {
+                b->next = e->free_small;
+                e->free_small = b;
+                e->n_free_small++;
+                return;
+        }
         e->free_map[b->slot / 64] |= UINT64_C(1) << (b->slot % 64);
         e->n_free_buffers++;
 }
@@ -327,6 +338,27 @@ static Buffer *buffer_get(Engine *e)
         for (unsigned w = 0;; w++)
                 if (e->free_map[w])
                         return buffer_take(e, w * 64 + (unsigned)__builtin_ctzll(e->free_map[w]));
+}
+
+/* A small slot for a file that fits in one, read through the page cache in one read, else a pool
+ * slot. */
+static Buffer *buffer_get_for(Engine *e, const FileSlot *f, uint64_t fits)
+{
+        if (e->free_small && fits <= e->small_size && f->strategy != ENGINE_READ_DIRECT && !f->map) {
+                Buffer *b = e->free_small;
+                e->free_small = b->next;
+                e->n_free_small--;
+                b->next = NULL;
+                b->owner = BUF_RING;
+                b->span = 1;
+                return b;
+        }
+        return buffer_get(e);
+}
+
+static bool buffers_free(const Engine *e)
+{
+        return e->n_free_buffers > 0 || e->n_free_small > 0;
 }
 
 static bool slot_is_free(const Engine *e, unsigned i)
@@ -711,7 +743,8 @@ static unsigned slot_index(const Engine *e, const FileSlot *f)
 /* Starts f's chain when a pool slot is free (from issue_reads(), like any read). */
 static Buffer *linked_start(Engine *e, FileSlot *f)
 {
-        Buffer *b = buffer_get(e);
+        /* Strictly smaller than the slot: the short read is the proof of EOF. */
+        Buffer *b = buffer_get_for(e, f, f->size + 1);
         int rwf = (f->job->options.dontcache && e->dontcache_ok) ? RWF_DONTCACHE : 0;
 
         if (!b)
@@ -720,7 +753,8 @@ static Buffer *linked_start(Engine *e, FileSlot *f)
                 e->config.test_linked_hook(f->job->inputs[f->input].path, e->config.test_linked_userdata);
         /* Ask for the whole slot: a file that grew since the statx shows as more bytes than its size. */
         *b = (Buffer){ .data = b->data, .view = b->data, .index = b->index, .slot = b->slot, .span = 1,
-                       .owner = BUF_RING, .file = f, .want = (uint32_t)e->buffer_size, .in_flight = true };
+                       .small = b->small, .owner = BUF_RING, .file = f,
+                       .want = (uint32_t)(b->small ? e->small_size : e->buffer_size), .in_flight = true };
         f->fifo_head = f->fifo_tail = b;
         f->reads_in_flight = 1;
         /* O_CLOEXEC is for fds: the kernel refuses it (EINVAL) on an open into a direct slot. */
@@ -890,7 +924,7 @@ static Buffer *file_start_read(Engine *e, FileSlot *f)
                 if (n == 0 || (n < want && f->reads_in_flight > 0))
                         return NULL;
                 b = buffer_take(e, first);
-        } else if (!(b = buffer_get(e)))
+        } else if (!(b = buffer_get_for(e, f, f->stream ? UINT64_MAX : f->size)))
                 return NULL;
 
         file_queue_buffer(e, f, b);
@@ -951,7 +985,7 @@ static bool issue_reads(Engine *e)
 {
         bool any = false;
 
-        while (e->n_free_buffers > 0) {
+        while (buffers_free(e)) {
                 bool progressed = false;
                 FileSlot *start = e->read_cursor ? e->read_cursor : e->open_head;
                 FileSlot *f = start;
@@ -969,7 +1003,7 @@ static bool issue_reads(Engine *e)
                                 }
                         }
                         f = next;
-                } while (f != start && e->n_free_buffers > 0);
+                } while (f != start && buffers_free(e));
                 e->read_cursor = f;
                 if (!progressed)
                         break;
@@ -1526,15 +1560,17 @@ static int io_setup(Engine *e)
         /* The pool is registered as one buffer when the kernel allows it: a READ_FIXED may then
          * target any range of it, so one read can fill several adjacent slots. Larger pools are
          * registered slot by slot, and read one slot per request. */
-        n_iov = one ? 1 : e->n_buffers;
+        n_iov = one ? 1 : e->n_buffers + e->n_small;
         iov = calloc(n_iov, sizeof(*iov));
         if (!iov)
                 return -ENOMEM;
         if (one)
                 iov[0] = (struct iovec){ .iov_base = e->buf_mem, .iov_len = e->buf_mem_size };
         else
-                for (unsigned i = 0; i < e->n_buffers; i++)
-                        iov[i] = (struct iovec){ .iov_base = e->buffers[i].data, .iov_len = e->buffer_size };
+                for (unsigned i = 0; i < e->n_buffers + e->n_small; i++) {
+                        Buffer *b = i < e->n_buffers ? &e->buffers[i] : &e->small[i - e->n_buffers];
+                        iov[i] = (struct iovec){ .iov_base = b->data, .iov_len = b->small ? e->small_size : e->buffer_size };
+                }
 
         /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), 5 with
          * linked chains (open, read and close, two cancels), plus one read per buffer, plus the wake
@@ -1553,6 +1589,8 @@ static int io_setup(Engine *e)
                 e->linked = ioring_enable_direct(e->ring, e->max_open) >= 0;
         for (unsigned i = 0; one && i < e->n_buffers; i++)
                 e->buffers[i].index = 0;
+        for (unsigned i = 0; one && i < e->n_small; i++)
+                e->small[i].index = 0;
 
         /* Slots per O_DIRECT read: see file_choose_span(). Unregistered and pread reads take any
          * address, so only a pool registered slot by slot keeps one slot per read. */
@@ -1585,7 +1623,8 @@ static void *io_main(void *arg)
                 busy |= drain_returns(e);
                 if (atomic_load_explicit(&e->control_pending, memory_order_acquire))
                         handle_control(e);
-                if (atomic_load(&e->shutdown) && io_idle(e) && e->n_free_buffers == e->n_buffers) {
+                if (atomic_load(&e->shutdown) && io_idle(e) && e->n_free_buffers == e->n_buffers &&
+                    e->n_free_small == e->n_small) {
                         bool all_slots = true;
                         for (unsigned i = 0; i < e->max_open; i++)
                                 if (e->slots[i].state != FILE_FREE)
@@ -1694,7 +1733,13 @@ int engine_new(const EngineConfig *config, Engine **ret)
                 goto fail;
         }
 
-        e->buf_mem_size = e->buffer_size * e->n_buffers;
+        /* Small slots only where they are smaller than the pool's, and never past the kernel's
+         * caps on what one process registers (16384 buffers). */
+        if (e->buffer_size > SMALL_SLOT_SIZE && (size_t)e->n_buffers + SMALL_SLOTS_MAX <= ENGINE_MAX_BUFFERS) {
+                e->small_size = SMALL_SLOT_SIZE;
+                e->n_small = MIN(e->max_open, SMALL_SLOTS_MAX);
+        }
+        e->buf_mem_size = e->buffer_size * e->n_buffers + e->small_size * e->n_small;
         e->buf_mem = mmap(NULL, e->buf_mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (e->buf_mem == MAP_FAILED) {
                 e->buf_mem = NULL;
@@ -1708,10 +1753,11 @@ int engine_new(const EngineConfig *config, Engine **ret)
          * Best effort: without THP the pool is as before. */
         (void)madvise(e->buf_mem, e->buf_mem_size, MADV_HUGEPAGE);
         e->buffers = calloc(e->n_buffers, sizeof(Buffer));
+        e->small = calloc(MAX(e->n_small, 1u), sizeof(Buffer));
         e->free_map = calloc(DIV_ROUND_UP(e->n_buffers, 64u), sizeof(uint64_t));
         e->slots = calloc(e->max_open, sizeof(FileSlot));
         e->workers = calloc(e->n_workers, sizeof(Worker));
-        if (!e->buffers || !e->free_map || !e->slots || !e->workers) {
+        if (!e->buffers || !e->small || !e->free_map || !e->slots || !e->workers) {
                 k = -ENOMEM;
                 goto fail;
         }
@@ -1720,6 +1766,14 @@ int engine_new(const EngineConfig *config, Engine **ret)
                 e->buffers[i].slot = i;
                 e->buffers[i].index = (int)i;
                 buffer_put(e, &e->buffers[i]);
+        }
+        for (unsigned i = 0; i < e->n_small; i++) {
+                Buffer *b = &e->small[i];
+                b->data = e->buf_mem + e->buffer_size * e->n_buffers + (size_t)i * e->small_size;
+                b->slot = UINT_MAX; /* not in the pool's bitmap */
+                b->index = (int)(e->n_buffers + i);
+                b->small = true;
+                buffer_put(e, b);
         }
         for (unsigned i = e->max_open; i-- > 0;) {
                 k = hash_ctx_new(&e->slots[i].ctx);
@@ -1731,7 +1785,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
 
         for (unsigned i = 0; i < e->n_workers; i++) {
                 k = worker_start(&e->workers[i], e, i, cfg.no_pin ? -1 : cpus[i % n_cpus],
-                                 (size_t)e->n_buffers + e->max_open + 1);
+                                 (size_t)e->n_buffers + e->n_small + e->max_open + 1);
                 if (k < 0)
                         goto fail;
         }
@@ -1799,6 +1853,7 @@ Engine *engine_free(Engine *e)
                 hash_ctx_free(e->slots[i].ctx);
         free(e->slots);
         free(e->buffers);
+        free(e->small);
         free(e->free_map);
         free(e->workers);
         if (e->buf_mem)
