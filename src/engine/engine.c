@@ -857,8 +857,9 @@ static void linked_read_done(Engine *e, Buffer *b, int res)
                 file_drop_idle_buffers(e, f); /* cancelled meanwhile */
         else if (res >= 0)
                 b->got = (uint32_t)res;
-        else if (res != -ECANCELED)
-                /* -ECANCELED: the open failed, and its own completion says why. */
+        else
+                /* Read the classic way. -ECANCELED mostly means the open failed: then the open's
+                 * status wins in linked_finish() and nothing is redone. */
                 f->redo = true;
         linked_settle(e, f);
 }
