@@ -1241,6 +1241,22 @@ static bool open_more(Engine *e)
                 j->next_input++;
                 atomic_store_explicit(&j->running, true, memory_order_relaxed);
 
+                /* Rotate (the next slot goes to the next job), and take a job whose inputs are all
+                 * opened off the list now, before its files can finish: once its last result is
+                 * posted the consumer may free it, and a job left at the head (the only job, when
+                 * the slots ran out with its last input) was read again after that. With a head
+                 * there is always a tail, and when it is not the head it stays after the head is
+                 * removed; the local makes both plain to the analyzer. */
+                EngineJob *tail = e->active_tail;
+                if (j->next_input >= j->n_inputs)
+                        active_remove_head(e);
+                else if (tail && e->active_head != tail) {
+                        active_remove_head(e);
+                        j->in_active = true;
+                        tail->active_next = j;
+                        e->active_tail = j;
+                }
+
                 if (in->path && e->linked && path_stat(in->path, &f->stx) >= 0 && linked_eligible(e, j, &f->stx)) {
                         /* The chain starts from issue_reads() when a pool slot is free. */
                         f->linked = true;
@@ -1262,20 +1278,8 @@ static bool open_more(Engine *e)
                                 f->stat_ok = true;
                         file_opened(e, f);
                 }
+                /* Nothing here reads j any more: file_opened() may have posted its last result. */
                 any = true;
-
-                /* Rotate: the next slot goes to the next job. With a head there is always a tail, and
-                 * when it is not the head it stays after the head is removed; the local makes both
-                 * plain to the analyzer. */
-                EngineJob *tail = e->active_tail;
-                if (tail && e->active_head != tail) {
-                        active_remove_head(e);
-                        if (j->next_input < j->n_inputs) {
-                                j->in_active = true;
-                                tail->active_next = j;
-                                e->active_tail = j;
-                        }
-                }
         }
         return any;
 }
