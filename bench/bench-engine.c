@@ -245,13 +245,14 @@ static int run_once(Engine *e, HashAlgo algo, const EngineJobOptions *opts, Path
         gb = (double)run.bytes / 1e9;
         printf("files=%zu bytes=%" PRIu64 " wall_s=%.6f cpu_user_s=%.6f cpu_sys_s=%.6f gbps=%.4f "
                "files_per_s=%.1f cpu_s_per_gb=%.4f failed=%zu algo=%s io_mode=%s workers=%u "
-               "buffer_size=%zu buffers=%u run=%u strategy=%s read=%zu mmap=%zu direct=%zu parallel=%zu\n",
+               "buffer_size=%zu buffers=%u run=%u strategy=%s read=%zu mmap=%zu direct=%zu parallel=%zu open=%s\n",
                run.files_ok, run.bytes, wall, user, sys, wall > 0 ? gb / wall : 0.0,
                wall > 0 ? (double)run.files_ok / wall : 0.0, gb > 0 ? (user + sys) / gb : 0.0,
                run.files_failed, hash_algo_to_string(algo), engine_io_mode_to_string(engine_get_io_mode(e)),
                engine_get_workers(e), engine_get_buffer_size(e), engine_get_buffers(e), index,
                engine_read_strategy_to_string(opts->strategy), run.by_strategy[ENGINE_READ_BUFFERED],
-               run.by_strategy[ENGINE_READ_MMAP], run.by_strategy[ENGINE_READ_DIRECT], run.parallel);
+               run.by_strategy[ENGINE_READ_MMAP], run.by_strategy[ENGINE_READ_DIRECT], run.parallel,
+               engine_open_mode_to_string(engine_get_open_mode(e)));
         fflush(stdout);
 
         return run.first_error < 0 ? run.first_error : 0;
@@ -270,6 +271,7 @@ static void help(void)
                "      --max-open N         files open at once\n"
                "      --direct-request BYTES  bytes per O_DIRECT read, in whole slots (default 4M; 1 slot = one per read)\n"
                "  -m, --io-mode MODE       auto, uring-registered, uring, pread (see engine.h)\n"
+               "      --open-mode MODE     auto, linked, classic: how small path inputs are opened\n"
                "      --no-pin             do not pin workers to CPUs\n"
                "  -s, --strategy HOW       auto, read, mmap, direct: how files are read (default auto)\n"
                "      --dontcache          cache-neutral: add nothing to the page cache\n"
@@ -289,6 +291,7 @@ int main(int argc, char *argv[])
                 ARG_DONTCACHE,
                 ARG_NO_CHANGE_CHECK,
                 ARG_DIRECT_REQUEST,
+                ARG_OPEN_MODE,
         };
         static const struct option options[] = {
                 { "algorithm", required_argument, NULL, 'a' },
@@ -298,6 +301,7 @@ int main(int argc, char *argv[])
                 { "max-open", required_argument, NULL, ARG_MAX_OPEN },
                 { "direct-request", required_argument, NULL, ARG_DIRECT_REQUEST },
                 { "io-mode", required_argument, NULL, 'm' },
+                { "open-mode", required_argument, NULL, ARG_OPEN_MODE },
                 { "no-pin", no_argument, NULL, ARG_NO_PIN },
                 { "dontcache", no_argument, NULL, ARG_DONTCACHE },
                 { "strategy", required_argument, NULL, 's' },
@@ -366,6 +370,13 @@ int main(int argc, char *argv[])
                         opts.strategy = engine_read_strategy_from_string(optarg);
                         if (opts.strategy < 0) {
                                 fprintf(stderr, "bench-engine: unknown strategy '%s' (auto, read, mmap, direct)\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case ARG_OPEN_MODE:
+                        config.open_mode = engine_open_mode_from_string(optarg);
+                        if (config.open_mode < 0) {
+                                fprintf(stderr, "bench-engine: unknown open mode '%s' (auto, linked, classic)\n", optarg);
                                 return 2;
                         }
                         break;

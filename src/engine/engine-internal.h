@@ -45,6 +45,7 @@ typedef struct Buffer {
         uint64_t offset;        /* file offset of data[0]; unused for unseekable streams */
         uint32_t want;          /* bytes asked for */
         uint32_t got;           /* bytes filled so far (short reads are resumed) */
+        bool small;             /* one of the small slots (Engine.small), not of the pool proper */
         bool in_flight;         /* a read SQE is outstanding */
         bool direct_read;       /* ... issued while the fd was O_DIRECT */
         bool done;              /* full, or ended by EOF */
@@ -111,6 +112,14 @@ struct FileSlot {
         uint64_t hashed;
         size_t digest_size;
         uint8_t digest[HASH_DIGEST_MAX];
+
+        /* Linked open/read/close chain (engine.c, linked_start()): the file is in direct slot
+         * `slot index` of the ring's file table, never an fd; stx is statx(path) from before the
+         * chain, stx_after the one after it. */
+        bool linked;
+        bool fixed_open;            /* the chain's open put a file in the slot ... */
+        bool fixed_closed;          /* ... and a close emptied it again */
+        bool redo;                  /* the chain cannot vouch for the result: open classically */
 
         bool reopen;                /* openat hit EMFILE/ENFILE: retry when one of ours closes */
         FileSlot *deferred_next;
@@ -213,6 +222,13 @@ struct Engine {
         uint64_t *free_map;           /* I/O thread only: bit i set = slot i is in the pool */
         unsigned n_free_buffers;
         unsigned max_span;            /* slots one read may span: 1 unless the pool allows more */
+        /* Small slots, after the pool proper in the same mapping (and registration): one per open
+         * file, so that every small file open can have its read in flight, where 16 pool slots of
+         * 1 MiB allowed 16. Owned like pool slots; a free list instead of the bitmap (no spans). */
+        Buffer *small;
+        unsigned n_small, n_free_small;
+        size_t small_size;
+        Buffer *free_small;           /* I/O thread only */
 
         FileSlot *slots;
         FileSlot *free_slots;         /* I/O thread only */
@@ -233,6 +249,7 @@ struct Engine {
         int wake_fd;                  /* eventfd: wakes the I/O thread */
         Parker io_parker;
         bool dontcache_ok;
+        bool linked;                  /* path inputs may use the linked chain (EngineOpenMode) */
         EngineJob *active_head, *active_tail;  /* jobs with inputs left to open */
         int init_result;
         pthread_mutex_t init_lock;
@@ -258,6 +275,7 @@ struct Engine {
 
         /* Live jobs the consumer created, so engine_free() can let go of them. */
         _Atomic uint64_t bytes_hashed;
+        _Atomic uint64_t files_linked;   /* written by the I/O thread only */
         _Atomic unsigned files_queued;
 };
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,10 @@
 #define DEFAULT_BUFFER_SIZE (1u << 20)
 #define DEFAULT_BUFFERS 16
 #define DEFAULT_MAX_OPEN 64
+/* Bytes per small slot (one per open file), for files that fit in one: see Engine.small. */
+#define SMALL_SLOT_SIZE ((size_t)64 << 10)
+/* At most this many (16 MiB of locked memory): beyond, small files use pool slots as before. */
+#define SMALL_SLOTS_MAX 256u
 #define ENGINE_DISPATCH_MAX 256  /* events delivered per engine_dispatch() call */
 
 /* Completion tags: a pointer with the operation in its low 3 bits (slots and buffers are 8-aligned). */
@@ -28,6 +33,8 @@ enum {
         OP_FADVISE = 3,
         OP_CLOSE = 4,
         OP_CANCEL = 5,
+        OP_LINK_OPEN = 6,   /* the open of a linked chain (its read is OP_READ on the buffer) */
+        OP_LINK_CLOSE = 7,  /* the close of a linked chain, or of its slot afterwards */
 };
 #define TAG(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define TAG_OP(t) ((unsigned)((t)&7))
@@ -60,6 +67,27 @@ EngineIoMode engine_io_mode_from_string(const char *s)
                 if (streq(io_mode_table[i], s))
                         return (EngineIoMode)i;
         return _ENGINE_IO_MODE_INVALID;
+}
+
+static const char *const open_mode_table[_ENGINE_OPEN_MODE_MAX] = {
+        [ENGINE_OPEN_AUTO] = "auto",
+        [ENGINE_OPEN_LINKED] = "linked",
+        [ENGINE_OPEN_CLASSIC] = "classic",
+};
+
+const char *engine_open_mode_to_string(EngineOpenMode m)
+{
+        if (m < 0 || m >= _ENGINE_OPEN_MODE_MAX)
+                return NULL;
+        return open_mode_table[m];
+}
+
+EngineOpenMode engine_open_mode_from_string(const char *s)
+{
+        for (int i = 0; s && i < _ENGINE_OPEN_MODE_MAX; i++)
+                if (streq(open_mode_table[i], s))
+                        return (EngineOpenMode)i;
+        return _ENGINE_OPEN_MODE_INVALID;
 }
 
 static const char *const read_strategy_table[_ENGINE_READ_MAX] = {
@@ -280,6 +308,12 @@ static void buffer_put(Engine *e, Buffer *b)
         b->file = NULL;
         b->next = NULL;
         b->span = 1;
+        if (b->small) {
+                b->next = e->free_small;
+                e->free_small = b;
+                e->n_free_small++;
+                return;
+        }
         e->free_map[b->slot / 64] |= UINT64_C(1) << (b->slot % 64);
         e->n_free_buffers++;
 }
@@ -304,6 +338,27 @@ static Buffer *buffer_get(Engine *e)
         for (unsigned w = 0;; w++)
                 if (e->free_map[w])
                         return buffer_take(e, w * 64 + (unsigned)__builtin_ctzll(e->free_map[w]));
+}
+
+/* A small slot for a file that fits in one, read through the page cache in one read, else a pool
+ * slot. */
+static Buffer *buffer_get_for(Engine *e, const FileSlot *f, uint64_t fits)
+{
+        if (e->free_small && fits <= e->small_size && f->strategy != ENGINE_READ_DIRECT && !f->map) {
+                Buffer *b = e->free_small;
+                e->free_small = b->next;
+                e->n_free_small--;
+                b->next = NULL;
+                b->owner = BUF_RING;
+                b->span = 1;
+                return b;
+        }
+        return buffer_get(e);
+}
+
+static bool buffers_free(const Engine *e)
+{
+        return e->n_free_buffers > 0 || e->n_free_small > 0;
 }
 
 static bool slot_is_free(const Engine *e, unsigned i)
@@ -453,7 +508,17 @@ static void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
                 send_work(e, f, NULL, 0, WORK_ABORT);
 
         /* A read from a pipe or a blocked open may never complete by itself. */
-        if (f->ops > 0 && st == ENGINE_FILE_CANCELLED) {
+        if (f->ops > 0 && st == ENGINE_FILE_CANCELLED && f->linked) {
+                /* The chain's open (in io-wq, e.g. a path swapped for a FIFO) and its read; the close
+                 * is hard-linked to the read and runs whatever becomes of it. Either may be over
+                 * already: the kernel then answers -ENOENT. */
+                ioring_cancel_tag(e->ring, TAG(f, OP_LINK_OPEN), TAG(f, OP_CANCEL));
+                f->ops++;
+                if (f->fifo_head && f->fifo_head->in_flight) {
+                        ioring_cancel_tag(e->ring, TAG(f->fifo_head, OP_READ), TAG(f, OP_CANCEL));
+                        f->ops++;
+                }
+        } else if (f->ops > 0 && st == ENGINE_FILE_CANCELLED) {
                 if (f->fd >= 0)
                         ioring_cancel_fd(e->ring, f->fd, TAG(f, OP_CANCEL));
                 else
@@ -607,11 +672,214 @@ static void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
 
 static bool file_wants_read(FileSlot *f)
 {
+        if (f->linked)
+                return f->state == FILE_OPENING && f->ops == 0 && !f->fifo_head;
         if (f->state != FILE_READING || f->eof)
                 return false;
         if (f->stream)
                 return f->reads_in_flight == 0;
         return f->issue_off < f->size;
+}
+
+/* ---- small files: the linked open/read/close chain ----
+ *
+ * A path input that statx(path) shows to be a small regular file is read by one chain in the ring:
+ * OPENAT into direct slot i (the file slot's own index: slots are exclusive, so the slot free list is
+ * the allocator) -> READ of a whole pool slot from it -> CLOSE of it. One submission, three
+ * completions, no fd in the process and no statx of an fd in between, so a cold file's open, inode
+ * and data reads overlap those of every other chain in flight.
+ *
+ * Without an fd there is nothing to fstat, so the identity check is by path (linked_finish()):
+ * statx(path) before the chain (it also picks the file) and after its read, and the result counts only
+ * if both say the same regular file, same dev, ino, size, mtime and ctime, and the read returned exactly
+ * that size while asking for more (a short read of a regular file is EOF). Anything else that changed is
+ * Changed, as in the classic path. What this cannot see, and an fstat of the read fd could: the path
+ * swapped for another file and back between the two statx calls, so that the bytes came from a file
+ * that was never at the path when either statx ran. A file deleted after the read is Changed here
+ * (the path no longer vouches for it), where the classic path hashes it.
+ *
+ * What the chain cannot vouch for it hands to the classic path (linked_redo()), which then gives the
+ * exact status and errno it always gave: every failed read (EIO, -EAGAIN for regular_only's
+ * O_NONBLOCK on an uncached file, -EOPNOTSUPP for RWF_DONTCACHE), and an open that ran out of files.
+ * A failed open reports its errno directly: same path, same flags, same answer as the classic open.
+ * Paths that statx refuses, directories, non-regular files and larger files never take the chain.
+ */
+
+#define LINKED_STATX_MASK (STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO)
+
+static int path_stat(const char *path, struct statx *stx)
+{
+        /* Follows symlinks and triggers automounts, as the open does. */
+        if (statx(AT_FDCWD, path, 0, LINKED_STATX_MASK, stx) < 0)
+                return negative_errno();
+        if ((stx->stx_mask & LINKED_STATX_MASK) != LINKED_STATX_MASK)
+                return -EOPNOTSUPP;
+        return 0;
+}
+
+/* Small enough for one read into one slot, with room to spare (the short read proves EOF), and read
+ * BUFFERED by the job's strategy anyway: AUTO probes and may pick O_DIRECT from ENGINE_PROBE_MIN on,
+ * and those choices stay the classic path's. */
+static bool linked_eligible(Engine *e, const EngineJob *j, const struct statx *stx)
+{
+        uint64_t limit = e->buffer_size;
+
+        if (!S_ISREG(stx->stx_mode))
+                return false;
+        if (j->options.strategy == ENGINE_READ_AUTO)
+                limit = MIN(limit, ENGINE_PROBE_MIN);
+        else if (j->options.strategy != ENGINE_READ_BUFFERED)
+                return false;
+        if (stx->stx_size >= limit)
+                return false;
+        return !j->options.max_file_size || stx->stx_size <= j->options.max_file_size;
+}
+
+static unsigned slot_index(const Engine *e, const FileSlot *f)
+{
+        return (unsigned)(f - e->slots);
+}
+
+/* Starts f's chain when a pool slot is free (from issue_reads(), like any read). */
+static Buffer *linked_start(Engine *e, FileSlot *f)
+{
+        /* Strictly smaller than the slot: the short read is the proof of EOF. */
+        Buffer *b = buffer_get_for(e, f, f->size + 1);
+        int rwf = (f->job->options.dontcache && e->dontcache_ok) ? RWF_DONTCACHE : 0;
+
+        if (!b)
+                return NULL;
+        if (e->config.test_linked_hook)
+                e->config.test_linked_hook(f->job->inputs[f->input].path, e->config.test_linked_userdata);
+        /* Ask for the whole slot: a file that grew since the statx shows as more bytes than its size. */
+        *b = (Buffer){ .data = b->data, .view = b->data, .index = b->index, .slot = b->slot, .span = 1,
+                       .small = b->small, .owner = BUF_RING, .file = f,
+                       .want = (uint32_t)(b->small ? e->small_size : e->buffer_size), .in_flight = true };
+        f->fifo_head = f->fifo_tail = b;
+        f->reads_in_flight = 1;
+        /* O_CLOEXEC is for fds: the kernel refuses it (EINVAL) on an open into a direct slot. */
+        ioring_open_read_close(e->ring, f->job->inputs[f->input].path, job_open_flags(f->job) & ~O_CLOEXEC,
+                               slot_index(e, f),
+                               b->data, b->want, e->io_mode == ENGINE_IO_URING_REGISTERED ? b->index : -1, rwf,
+                               TAG(f, OP_LINK_OPEN), TAG(b, OP_READ), TAG(f, OP_LINK_CLOSE));
+        f->ops += 3;
+        return b;
+}
+
+/* Back to the classic path, from the open on: the chain is over, its slot empty, its buffer unused. */
+static void linked_redo(Engine *e, FileSlot *f)
+{
+        if (f->fifo_head)
+                buffer_put(e, f->fifo_head);
+        f->fifo_head = f->fifo_tail = NULL;
+        f->reads_in_flight = 0;
+        f->linked = f->redo = f->fixed_open = f->fixed_closed = false;
+        f->stat_ok = false;
+        f->size = 0;
+        ioring_openat(e->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
+        f->ops++;
+}
+
+static bool stx_same_file(const struct statx *a, const struct statx *b)
+{
+        return a->stx_dev_major == b->stx_dev_major && a->stx_dev_minor == b->stx_dev_minor &&
+               a->stx_ino == b->stx_ino && ((a->stx_mode ^ b->stx_mode) & S_IFMT) == 0 &&
+               a->stx_size == b->stx_size && a->stx_mtime.tv_sec == b->stx_mtime.tv_sec &&
+               a->stx_mtime.tv_nsec == b->stx_mtime.tv_nsec && a->stx_ctime.tv_sec == b->stx_ctime.tv_sec &&
+               a->stx_ctime.tv_nsec == b->stx_ctime.tv_nsec;
+}
+
+/* All three completions are in and the slot is empty: judge the read (see the top of this section). */
+static void linked_finish(Engine *e, FileSlot *f)
+{
+        Buffer *b = f->fifo_head;
+
+        if (f->status != ENGINE_FILE_OK) {
+                /* The open failed (its errno), or a cancel. */
+                file_abort(e, f, f->status, f->error);
+                file_finish_io(e, f);
+                return;
+        }
+        if (f->redo || !b) {
+                linked_redo(e, f);
+                return;
+        }
+
+        atomic_fetch_add(&f->job->bytes_total, f->size);
+        bool changed = b->got < f->size; /* EOF before the size statx gave: truncated */
+        if (f->check_change && !changed) {
+                f->stat_after_ok = path_stat(f->job->inputs[f->input].path, &f->stx_after) >= 0;
+                changed = !f->stat_after_ok || !stx_same_file(&f->stx, &f->stx_after) || b->got != f->size;
+        } else if (b->got > f->size)
+                b->got = (uint32_t)f->size; /* grew, unchecked: hash what statx said, as the classic path */
+        if (changed) {
+                file_abort(e, f, ENGINE_FILE_CHANGED, 0);
+                file_finish_io(e, f);
+                return;
+        }
+
+        f->state = FILE_READING;
+        if (f->size > 0)
+                f->strategy = ENGINE_READ_BUFFERED;
+        f->seekable = true;
+        f->eof = true;
+        f->issue_off = f->size;
+        b->done = true;
+        atomic_fetch_add_explicit(&e->files_linked, 1, memory_order_relaxed);
+        file_dispatch_ready(e, f);
+}
+
+/* After each of the chain's completions (and cancels): once none is left, make sure the direct slot
+ * is empty (a chain whose close did not run), then finish the file. */
+static void linked_settle(Engine *e, FileSlot *f)
+{
+        if (f->ops > 0)
+                return;
+        if (f->fixed_open && !f->fixed_closed) {
+                ioring_close_direct(e->ring, slot_index(e, f), TAG(f, OP_LINK_CLOSE));
+                f->ops++;
+                return;
+        }
+        if (f->state == FILE_OPENING)
+                linked_finish(e, f);
+        else
+                file_finish_io(e, f);
+}
+
+static void linked_read_done(Engine *e, Buffer *b, int res)
+{
+        FileSlot *f = b->file;
+
+        f->ops--;
+        f->reads_in_flight--;
+        b->in_flight = false;
+        if (f->state != FILE_OPENING)
+                file_drop_idle_buffers(e, f); /* cancelled meanwhile */
+        else if (res >= 0)
+                b->got = (uint32_t)res;
+        else
+                /* Read the classic way. -ECANCELED mostly means the open failed: then the open's
+                 * status wins in linked_finish() and nothing is redone. */
+                f->redo = true;
+        linked_settle(e, f);
+}
+
+static void linked_opened(FileSlot *f, int res)
+{
+        if (res >= 0)
+                f->fixed_open = true;
+        else if (res == -EMFILE || res == -ENFILE)
+                f->redo = true; /* the classic path waits for fds to come free */
+        else
+                file_set_error(f, res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, res);
+}
+
+static void linked_closed(FileSlot *f, int res)
+{
+        /* -ECANCELED: the open failed, so the chain was cut and the slot never filled. Otherwise the
+         * slot is empty now (-EBADF: it already was). */
+        if (res != -ECANCELED)
+                f->fixed_closed = true;
 }
 
 /* Fills in b as the next piece of f's bytes (want = up to one chunk) and queues it in f's FIFO. */
@@ -646,6 +914,8 @@ static Buffer *file_start_read(Engine *e, FileSlot *f)
         unsigned n = 1, first = 0;
         Buffer *b;
 
+        if (f->linked)
+                return linked_start(e, f);
         if (f->span > 1) {
                 unsigned want = (unsigned)MIN((uint64_t)f->span, DIV_ROUND_UP(f->size - f->issue_off, f->chunk));
                 n = buffer_find_run(e, want, &first);
@@ -655,7 +925,7 @@ static Buffer *file_start_read(Engine *e, FileSlot *f)
                 if (n == 0 || (n < want && f->reads_in_flight > 0))
                         return NULL;
                 b = buffer_take(e, first);
-        } else if (!(b = buffer_get(e)))
+        } else if (!(b = buffer_get_for(e, f, f->stream ? UINT64_MAX : f->size)))
                 return NULL;
 
         file_queue_buffer(e, f, b);
@@ -716,7 +986,7 @@ static bool issue_reads(Engine *e)
 {
         bool any = false;
 
-        while (e->n_free_buffers > 0) {
+        while (buffers_free(e)) {
                 bool progressed = false;
                 FileSlot *start = e->read_cursor ? e->read_cursor : e->open_head;
                 FileSlot *f = start;
@@ -734,7 +1004,7 @@ static bool issue_reads(Engine *e)
                                 }
                         }
                         f = next;
-                } while (f != start && e->n_free_buffers > 0);
+                } while (f != start && buffers_free(e));
                 e->read_cursor = f;
                 if (!progressed)
                         break;
@@ -971,7 +1241,30 @@ static bool open_more(Engine *e)
                 j->next_input++;
                 atomic_store_explicit(&j->running, true, memory_order_relaxed);
 
-                if (in->path) {
+                /* Rotate (the next slot goes to the next job), and take a job whose inputs are all
+                 * opened off the list now, before its files can finish: once its last result is
+                 * posted the consumer may free it, and a job left at the head (the only job, when
+                 * the slots ran out with its last input) was read again after that. With a head
+                 * there is always a tail, and when it is not the head it stays after the head is
+                 * removed; the local makes both plain to the analyzer. */
+                EngineJob *tail = e->active_tail;
+                if (j->next_input >= j->n_inputs)
+                        active_remove_head(e);
+                else if (tail && e->active_head != tail) {
+                        active_remove_head(e);
+                        j->in_active = true;
+                        tail->active_next = j;
+                        e->active_tail = j;
+                }
+
+                if (in->path && e->linked && path_stat(in->path, &f->stx) >= 0 && linked_eligible(e, j, &f->stx)) {
+                        /* The chain starts from issue_reads() when a pool slot is free. */
+                        f->linked = true;
+                        f->stat_ok = true;
+                        f->size = f->stx.stx_size;
+                        f->check_change = !j->options.no_change_check;
+                } else if (in->path) {
+                        f->stx = (struct statx){};
                         ioring_openat(e->ring, in->path, job_open_flags(j), TAG(f, OP_OPEN));
                         f->ops++;
                 } else {
@@ -985,20 +1278,8 @@ static bool open_more(Engine *e)
                                 f->stat_ok = true;
                         file_opened(e, f);
                 }
+                /* Nothing here reads j any more: file_opened() may have posted its last result. */
                 any = true;
-
-                /* Rotate: the next slot goes to the next job. With a head there is always a tail, and
-                 * when it is not the head it stays after the head is removed; the local makes both
-                 * plain to the analyzer. */
-                EngineJob *tail = e->active_tail;
-                if (tail && e->active_head != tail) {
-                        active_remove_head(e);
-                        if (j->next_input < j->n_inputs) {
-                                j->in_active = true;
-                                tail->active_next = j;
-                                e->active_tail = j;
-                        }
-                }
         }
         return any;
 }
@@ -1011,6 +1292,10 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                 Buffer *b = TAG_PTR(c->tag);
                 FileSlot *f = b->file;
 
+                if (f->linked) {
+                        linked_read_done(e, b, c->res);
+                        return;
+                }
                 f->ops--;
                 b->in_flight = false;
 
@@ -1120,6 +1405,12 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                 } else
                         file_set_error(f, c->res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, c->res);
                 break;
+        case OP_LINK_OPEN:
+                linked_opened(f, c->res);
+                break;
+        case OP_LINK_CLOSE:
+                linked_closed(f, c->res);
+                break;
         case OP_FADVISE:
         case OP_CANCEL:
                 break; /* advice and cancellation are best effort */
@@ -1143,6 +1434,10 @@ static void handle_completion(Engine *e, const IoCompletion *c)
                 abort();
         }
 
+        if (f->linked) {
+                linked_settle(e, f);
+                return;
+        }
         if (f->ops > 0)
                 return;
         if (f->state == FILE_OPENING && f->reopen) {
@@ -1270,28 +1565,37 @@ static int io_setup(Engine *e)
         /* The pool is registered as one buffer when the kernel allows it: a READ_FIXED may then
          * target any range of it, so one read can fill several adjacent slots. Larger pools are
          * registered slot by slot, and read one slot per request. */
-        n_iov = one ? 1 : e->n_buffers;
+        n_iov = one ? 1 : e->n_buffers + e->n_small;
         iov = calloc(n_iov, sizeof(*iov));
         if (!iov)
                 return -ENOMEM;
         if (one)
                 iov[0] = (struct iovec){ .iov_base = e->buf_mem, .iov_len = e->buf_mem_size };
         else
-                for (unsigned i = 0; i < e->n_buffers; i++)
-                        iov[i] = (struct iovec){ .iov_base = e->buffers[i].data, .iov_len = e->buffer_size };
+                for (unsigned i = 0; i < e->n_buffers + e->n_small; i++) {
+                        Buffer *b = i < e->n_buffers ? &e->buffers[i] : &e->small[i - e->n_buffers];
+                        iov[i] = (struct iovec){ .iov_base = b->data, .iov_len = b->small ? e->small_size : e->buffer_size };
+                }
 
-        /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), plus
-         * one read per buffer, plus the wake read: the CQ (2x) can never overflow. */
+        /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), 5 with
+         * linked chains (open, read and close, two cancels), plus one read per buffer, plus the wake
+         * read: the CQ (2x) can never overflow. */
         entries = 1;
-        while (entries < e->max_open * 3 + e->n_buffers + 8)
+        while (entries < e->max_open * (e->config.open_mode == ENGINE_OPEN_LINKED ? 5 : 3) + e->n_buffers + 8)
                 entries <<= 1;
         k = ioring_new(e->config.io_mode, MIN(entries, 4096u), iov, n_iov, e->wake_fd, &e->ring);
         free(iov);
         if (k < 0)
                 return k;
         e->io_mode = ioring_get_mode(e->ring);
+        /* One direct slot per file slot, probed once here. Refused without io_uring, before 5.19, or
+         * when max_open exceeds RLIMIT_NOFILE: then every path is opened the classic way. */
+        if (e->config.open_mode == ENGINE_OPEN_LINKED)
+                e->linked = ioring_enable_direct(e->ring, e->max_open) >= 0;
         for (unsigned i = 0; one && i < e->n_buffers; i++)
                 e->buffers[i].index = 0;
+        for (unsigned i = 0; one && i < e->n_small; i++)
+                e->small[i].index = 0;
 
         /* Slots per O_DIRECT read: see file_choose_span(). Unregistered and pread reads take any
          * address, so only a pool registered slot by slot keeps one slot per read. */
@@ -1324,7 +1628,8 @@ static void *io_main(void *arg)
                 busy |= drain_returns(e);
                 if (atomic_load_explicit(&e->control_pending, memory_order_acquire))
                         handle_control(e);
-                if (atomic_load(&e->shutdown) && io_idle(e) && e->n_free_buffers == e->n_buffers) {
+                if (atomic_load(&e->shutdown) && io_idle(e) && e->n_free_buffers == e->n_buffers &&
+                    e->n_free_small == e->n_small) {
                         bool all_slots = true;
                         for (unsigned i = 0; i < e->max_open; i++)
                                 if (e->slots[i].state != FILE_FREE)
@@ -1394,7 +1699,8 @@ int engine_new(const EngineConfig *config, Engine **ret)
         Engine *e;
         int k;
 
-        if (cfg.io_mode < 0 || cfg.io_mode >= _ENGINE_IO_MODE_MAX)
+        if (cfg.io_mode < 0 || cfg.io_mode >= _ENGINE_IO_MODE_MAX || cfg.open_mode < 0 ||
+            cfg.open_mode >= _ENGINE_OPEN_MODE_MAX)
                 return -EINVAL;
         if (cfg.buffer_size > ENGINE_MAX_BUFFER_SIZE || cfg.workers > ENGINE_MAX_WORKERS ||
             cfg.buffers > ENGINE_MAX_BUFFERS || cfg.max_open > ENGINE_MAX_OPEN)
@@ -1432,7 +1738,13 @@ int engine_new(const EngineConfig *config, Engine **ret)
                 goto fail;
         }
 
-        e->buf_mem_size = e->buffer_size * e->n_buffers;
+        /* Small slots only where they are smaller than the pool's, and never past the kernel's
+         * caps on what one process registers (16384 buffers). */
+        if (e->buffer_size > SMALL_SLOT_SIZE && (size_t)e->n_buffers + SMALL_SLOTS_MAX <= ENGINE_MAX_BUFFERS) {
+                e->small_size = SMALL_SLOT_SIZE;
+                e->n_small = MIN(e->max_open, SMALL_SLOTS_MAX);
+        }
+        e->buf_mem_size = e->buffer_size * e->n_buffers + e->small_size * e->n_small;
         e->buf_mem = mmap(NULL, e->buf_mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (e->buf_mem == MAP_FAILED) {
                 e->buf_mem = NULL;
@@ -1446,10 +1758,11 @@ int engine_new(const EngineConfig *config, Engine **ret)
          * Best effort: without THP the pool is as before. */
         (void)madvise(e->buf_mem, e->buf_mem_size, MADV_HUGEPAGE);
         e->buffers = calloc(e->n_buffers, sizeof(Buffer));
+        e->small = calloc(MAX(e->n_small, 1u), sizeof(Buffer));
         e->free_map = calloc(DIV_ROUND_UP(e->n_buffers, 64u), sizeof(uint64_t));
         e->slots = calloc(e->max_open, sizeof(FileSlot));
         e->workers = calloc(e->n_workers, sizeof(Worker));
-        if (!e->buffers || !e->free_map || !e->slots || !e->workers) {
+        if (!e->buffers || !e->small || !e->free_map || !e->slots || !e->workers) {
                 k = -ENOMEM;
                 goto fail;
         }
@@ -1458,6 +1771,14 @@ int engine_new(const EngineConfig *config, Engine **ret)
                 e->buffers[i].slot = i;
                 e->buffers[i].index = (int)i;
                 buffer_put(e, &e->buffers[i]);
+        }
+        for (unsigned i = 0; i < e->n_small; i++) {
+                Buffer *b = &e->small[i];
+                b->data = e->buf_mem + e->buffer_size * e->n_buffers + (size_t)i * e->small_size;
+                b->slot = UINT_MAX; /* not in the pool's bitmap */
+                b->index = (int)(e->n_buffers + i);
+                b->small = true;
+                buffer_put(e, b);
         }
         for (unsigned i = e->max_open; i-- > 0;) {
                 k = hash_ctx_new(&e->slots[i].ctx);
@@ -1469,7 +1790,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
 
         for (unsigned i = 0; i < e->n_workers; i++) {
                 k = worker_start(&e->workers[i], e, i, cfg.no_pin ? -1 : cpus[i % n_cpus],
-                                 (size_t)e->n_buffers + e->max_open + 1);
+                                 (size_t)e->n_buffers + e->n_small + e->max_open + 1);
                 if (k < 0)
                         goto fail;
         }
@@ -1537,6 +1858,7 @@ Engine *engine_free(Engine *e)
                 hash_ctx_free(e->slots[i].ctx);
         free(e->slots);
         free(e->buffers);
+        free(e->small);
         free(e->free_map);
         free(e->workers);
         if (e->buf_mem)
@@ -1579,6 +1901,16 @@ unsigned engine_get_buffers(Engine *e)
 unsigned engine_get_direct_span(Engine *e)
 {
         return e->max_span;
+}
+
+EngineOpenMode engine_get_open_mode(Engine *e)
+{
+        return e->linked ? ENGINE_OPEN_LINKED : ENGINE_OPEN_CLASSIC;
+}
+
+uint64_t engine_get_files_linked(Engine *e)
+{
+        return atomic_load_explicit(&e->files_linked, memory_order_relaxed);
 }
 
 uint64_t engine_get_bytes_hashed(Engine *e)

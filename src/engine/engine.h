@@ -34,6 +34,27 @@ typedef enum EngineIoMode {
 const char *engine_io_mode_to_string(EngineIoMode m);
 EngineIoMode engine_io_mode_from_string(const char *s);
 
+/*
+ * How path inputs are opened (see "How each file is read" in README.md). CLASSIC: OPENAT through the
+ * ring, statx of the fd, reads, statx, CLOSE, each a round trip through the I/O thread. LINKED: a path
+ * whose statx(path) shows a small regular file (under one pool slot, and under ENGINE_PROBE_MIN unless
+ * the job forces buffered reads) goes to the ring as one chain, open into a direct descriptor -> read
+ * into a pool slot -> close, with no fd in the process; everything else, and every failure the chain
+ * cannot vouch for, is opened the classic way. Measured on the bench VM (bench/ANALYSIS.md, "S1"), the
+ * chain was not faster hot and slower cold, so AUTO is CLASSIC for now.
+ */
+typedef enum EngineOpenMode {
+        ENGINE_OPEN_AUTO,     /* the measured faster of the two: CLASSIC */
+        ENGINE_OPEN_LINKED,   /* the linked chain where the kernel can (io_uring with a sparse file table,
+                               * 5.19+), else CLASSIC: engine_get_open_mode() says which */
+        ENGINE_OPEN_CLASSIC,
+        _ENGINE_OPEN_MODE_MAX,
+        _ENGINE_OPEN_MODE_INVALID = -EINVAL,
+} EngineOpenMode;
+
+const char *engine_open_mode_to_string(EngineOpenMode m);
+EngineOpenMode engine_open_mode_from_string(const char *s);
+
 /* The largest configuration engine_new() accepts; fhashd.conf checks the same ranges, so a value
  * the file accepts never fails at start. 16384 is the kernel's cap on registered buffers
  * (IORING_MAX_REG_BUFFERS); a slot above 256 MiB only wastes locked memory. */
@@ -49,6 +70,7 @@ typedef struct EngineConfig {
         unsigned max_open;     /* files open at once; 0 = default (64) */
         EngineIoMode io_mode;  /* ENGINE_IO_AUTO unless a test forces a fallback */
         bool no_pin;           /* do not pin workers to CPUs */
+        EngineOpenMode open_mode;  /* ENGINE_OPEN_AUTO unless a test or benchmark forces one */
         /* Bytes per O_DIRECT read of a large cold file: a read spans that many adjacent pool slots
          * (see "How each file is read" in README.md). 0 = the default (ENGINE_DIRECT_REQUEST);
          * buffer_size or less = one slot per read. Rounded down to whole slots. */
@@ -57,6 +79,10 @@ typedef struct EngineConfig {
          * kernel answers EINVAL and the fallback to buffered reads runs, as on a filesystem whose
          * alignment STATX_DIOALIGN did not announce. */
         bool test_direct_einval;
+        /* Tests only: called on the I/O thread after the statx that picked a path for the linked chain
+         * and before the chain is submitted, so that a test can change the file in between. */
+        void (*test_linked_hook)(const char *path, void *userdata);
+        void *test_linked_userdata;
 } EngineConfig;
 
 /* The default of EngineConfig.direct_request: this VM's virtio disk reads 1 MiB O_DIRECT requests
@@ -84,8 +110,10 @@ EngineIoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after 
 unsigned engine_get_workers(Engine *e);
 size_t engine_get_buffer_size(Engine *e);
 unsigned engine_get_buffers(Engine *e);
-unsigned engine_get_direct_span(Engine *e);   /* pool slots one O_DIRECT read fills (1: no spans) */
+unsigned engine_get_direct_span(Engine *e);
+EngineOpenMode engine_get_open_mode(Engine *e); /* LINKED or CLASSIC: what path inputs use */   /* pool slots one O_DIRECT read fills (1: no spans) */
 uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
+uint64_t engine_get_files_linked(Engine *e);  /* files hashed whole by a linked chain, since start */
 unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finished yet */
 
 /*

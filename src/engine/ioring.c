@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
@@ -14,11 +15,18 @@
  * low bits set, never this value. */
 #define WAKE_TAG UINT64_C(0)
 
+static void io_uring_free_probep(struct io_uring_probe **p)
+{
+        if (*p)
+                io_uring_free_probe(*p);
+}
+
 struct IoRing {
         EngineIoMode mode;
         bool uring;
         struct io_uring ring;
         bool registered;
+        bool direct;              /* a sparse file table is registered (ioring_enable_direct()) */
         int wake_fd;
         uint64_t wake_buf;
         unsigned in_flight;       /* prepared or submitted, not reaped (wake read excluded) */
@@ -199,6 +207,72 @@ void ioring_close(IoRing *r, int fd, uint64_t tag)
                 return;
         }
         sync_complete(r, tag, RET_NERRNO(close(fd)));
+}
+
+int ioring_enable_direct(IoRing *r, unsigned n)
+{
+        _cleanup_(io_uring_free_probep) struct io_uring_probe *probe = NULL;
+        static const int ops[] = { IORING_OP_OPENAT, IORING_OP_READ, IORING_OP_READ_FIXED, IORING_OP_CLOSE };
+        int k;
+
+        if (!r->uring || n == 0)
+                return -EOPNOTSUPP;
+        probe = io_uring_get_probe_ring(&r->ring);
+        if (!probe)
+                return -EOPNOTSUPP;
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                if (!io_uring_opcode_supported(probe, ops[i]))
+                        return -EOPNOTSUPP;
+        /* Sparse tables came in 5.19, after direct open/close (5.15): success implies both. */
+        k = io_uring_register_files_sparse(&r->ring, n);
+        if (k < 0)
+                return k;
+        r->direct = true;
+        return 0;
+}
+
+bool ioring_has_direct(IoRing *r)
+{
+        return r->direct;
+}
+
+void ioring_open_read_close(IoRing *r, const char *path, int flags, unsigned file_index, void *buf, size_t len,
+                            int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read, uint64_t tag_close)
+{
+        struct io_uring_sqe *sqe;
+
+        assert(r->direct);
+        /* Room for the whole chain, or the flush in get_sqe() would cut it in two. */
+        while (io_uring_sq_space_left(&r->ring) < 3)
+                (void)io_uring_submit(&r->ring);
+
+        sqe = get_sqe(r);
+        io_uring_prep_openat_direct(sqe, AT_FDCWD, path, flags, 0, file_index);
+        sqe->flags |= IOSQE_IO_LINK;
+        io_uring_sqe_set_data64(sqe, tag_open);
+
+        sqe = get_sqe(r);
+        if (buf_index >= 0 && r->registered)
+                io_uring_prep_read_fixed(sqe, (int)file_index, buf, (unsigned)len, 0, buf_index);
+        else
+                io_uring_prep_read(sqe, (int)file_index, buf, (unsigned)len, 0);
+        sqe->rw_flags = rw_flags;
+        sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+        io_uring_sqe_set_data64(sqe, tag_read);
+
+        sqe = get_sqe(r);
+        io_uring_prep_close_direct(sqe, file_index);
+        io_uring_sqe_set_data64(sqe, tag_close);
+}
+
+void ioring_close_direct(IoRing *r, unsigned file_index, uint64_t tag)
+{
+        struct io_uring_sqe *sqe;
+
+        assert(r->direct);
+        sqe = get_sqe(r);
+        io_uring_prep_close_direct(sqe, file_index);
+        io_uring_sqe_set_data64(sqe, tag);
 }
 
 void ioring_cancel_fd(IoRing *r, int fd, uint64_t tag)

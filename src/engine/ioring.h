@@ -46,6 +46,26 @@ void ioring_cancel_fd(IoRing *r, int fd, uint64_t tag);
 /* Cancels the operation with tag target. */
 void ioring_cancel_tag(IoRing *r, uint64_t target, uint64_t tag);
 
+/*
+ * Direct descriptors (io_uring's registered file table), for the linked open/read/close chain of small
+ * files. ioring_enable_direct() registers n empty slots once, at start; it fails (-EOPNOTSUPP without
+ * io_uring or without the opcodes, or the kernel's errno: -EMFILE when n exceeds RLIMIT_NOFILE, -EINVAL
+ * before 5.19's sparse tables) and the engine then opens files the classic way.
+ */
+int ioring_enable_direct(IoRing *r, unsigned n);
+bool ioring_has_direct(IoRing *r);
+/*
+ * One chain of three operations, each with its own completion: OPENAT of path into direct slot
+ * file_index, then (IOSQE_IO_LINK: only if the open succeeded, else -ECANCELED) a read of up to len
+ * bytes at offset 0 from that slot, then (IOSQE_IO_HARDLINK: also after a failed or short read, which
+ * io_uring counts as a failure) CLOSE of the slot. The three SQEs always go to the kernel in one
+ * submission: a chain split across two would be two chains.
+ */
+void ioring_open_read_close(IoRing *r, const char *path, int flags, unsigned file_index, void *buf, size_t len,
+                            int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read, uint64_t tag_close);
+/* Closes direct slot file_index (when a chain's own close did not). */
+void ioring_close_direct(IoRing *r, unsigned file_index, uint64_t tag);
+
 /* Submits what is prepared; when wait is true and no completion is ready, sleeps until one is or
  * until the wake eventfd is written. Returns 0 or -errno. */
 int ioring_submit(IoRing *r, bool wait);
