@@ -364,6 +364,28 @@ def test_idle_and_sigterm(bus, tmp):
         dc.close()
         conn.close()
     ft.log("ok: idle exit waits for open direct connections; SIGTERM reaches the owner on one")
+    # fhashd killed while fhashctl waits on a direct connection: no NameOwnerChanged comes there, only
+    # the socket's end, and fhashctl must say so and fail, not hang.
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    d = ft.Daemon(bus, "--workers", "1").start()
+    ctl = subprocess.Popen([ft.fhashctl_path(), "--daemon", "--address", bus.address, "hash", fifo],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = os.open(fifo, os.O_WRONLY)  # returns once fhashctl opened it
+    os.write(w, b"z" * 4096)
+    ft.check(ft.wait_for(lambda: "Job 1:" in d.log(), 10), f"fhashctl's job did not start:\n{d.log()}")
+    d.proc.kill()
+    d.proc.wait()
+    d.logfile.close()
+    try:
+        out, errout = ctl.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        ctl.kill()
+        ft.fail("fhashctl hung after fhashd was killed under its direct connection")
+    finally:
+        os.close(w)
+    ft.check(ctl.returncode != 0 and "went away" in errout, f"fhashctl exit {ctl.returncode}: {errout!r}")
+    ft.log("ok: fhashd killed under a direct connection: fhashctl says it went away and fails")
 
 
 def main():
