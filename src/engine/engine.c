@@ -54,20 +54,8 @@ static const char *const io_mode_table[_ENGINE_IO_MODE_MAX] = {
         [ENGINE_IO_PREAD] = "pread",
 };
 
-const char *engine_io_mode_to_string(EngineIoMode m)
-{
-        if (m < 0 || m >= _ENGINE_IO_MODE_MAX)
-                return NULL;
-        return io_mode_table[m];
-}
-
-EngineIoMode engine_io_mode_from_string(const char *s)
-{
-        for (int i = 0; s && i < _ENGINE_IO_MODE_MAX; i++)
-                if (streq(io_mode_table[i], s))
-                        return (EngineIoMode)i;
-        return _ENGINE_IO_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(engine_io_mode, EngineIoMode, io_mode_table, _ENGINE_IO_MODE_MAX,
+                           _ENGINE_IO_MODE_INVALID)
 
 static const char *const open_mode_table[_ENGINE_OPEN_MODE_MAX] = {
         [ENGINE_OPEN_AUTO] = "auto",
@@ -75,20 +63,8 @@ static const char *const open_mode_table[_ENGINE_OPEN_MODE_MAX] = {
         [ENGINE_OPEN_CLASSIC] = "classic",
 };
 
-const char *engine_open_mode_to_string(EngineOpenMode m)
-{
-        if (m < 0 || m >= _ENGINE_OPEN_MODE_MAX)
-                return NULL;
-        return open_mode_table[m];
-}
-
-EngineOpenMode engine_open_mode_from_string(const char *s)
-{
-        for (int i = 0; s && i < _ENGINE_OPEN_MODE_MAX; i++)
-                if (streq(open_mode_table[i], s))
-                        return (EngineOpenMode)i;
-        return _ENGINE_OPEN_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(engine_open_mode, EngineOpenMode, open_mode_table, _ENGINE_OPEN_MODE_MAX,
+                           _ENGINE_OPEN_MODE_INVALID)
 
 static const char *const read_strategy_table[_ENGINE_READ_MAX] = {
         [ENGINE_READ_AUTO] = "auto",
@@ -97,20 +73,8 @@ static const char *const read_strategy_table[_ENGINE_READ_MAX] = {
         [ENGINE_READ_DIRECT] = "direct",
 };
 
-const char *engine_read_strategy_to_string(EngineReadStrategy s)
-{
-        if (s < 0 || s >= _ENGINE_READ_MAX)
-                return NULL;
-        return read_strategy_table[s];
-}
-
-EngineReadStrategy engine_read_strategy_from_string(const char *s)
-{
-        for (int i = 0; s && i < _ENGINE_READ_MAX; i++)
-                if (streq(read_strategy_table[i], s))
-                        return (EngineReadStrategy)i;
-        return _ENGINE_READ_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(engine_read_strategy, EngineReadStrategy, read_strategy_table, _ENGINE_READ_MAX,
+                           _ENGINE_READ_INVALID)
 
 /* ---- results: workers and the I/O thread -> consumer ---- */
 
