@@ -49,13 +49,7 @@ static JobPart *part_free(JobPart *p)
 
 static void part_unlink(Job *j, JobPart *p)
 {
-        if (p->prev)
-                p->prev->next = p->next;
-        else if (j->parts == p)
-                j->parts = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        p->next = p->prev = NULL;
+        LIST_REMOVE(j->parts, p);
 }
 
 /* Drops every started part: the engine cancels what still runs, without further callbacks. */
@@ -594,10 +588,7 @@ static int job_commit(Job *j)
                 if (r < 0)
                         return r;
                 /* Nothing fails from here on. */
-                p->next = j->parts;
-                if (j->parts)
-                        j->parts->prev = p;
-                j->parts = p;
+                LIST_PREPEND(j->parts, p);
                 j->new_part = NULL;
         } else
                 j->new_part = part_free(j->new_part);

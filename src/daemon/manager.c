@@ -430,10 +430,7 @@ int manager_check_quota(Manager *m, uid_t uid, bool new_job, size_t n_files, sd_
 
 void manager_job_added(Manager *m, Job *j)
 {
-        j->next = m->jobs;
-        if (m->jobs)
-                m->jobs->prev = j;
-        m->jobs = j;
+        LIST_PREPEND(m->jobs, j);
         m->n_jobs++;
         m->active_jobs++;
         manager_check_idle(m);
@@ -460,15 +457,9 @@ void manager_job_removed(Manager *m, Job *j)
 {
         if (!m)
                 return;
-        if (j->prev)
-                j->prev->next = j->next;
-        else if (m->jobs == j)
-                m->jobs = j->next;
-        else
+        if (!j->prev && m->jobs != j)
                 return;  /* not registered */
-        if (j->next)
-                j->next->prev = j->prev;
-        j->next = j->prev = NULL;
+        LIST_REMOVE(m->jobs, j);
         m->n_jobs--;
         if (!job_is_finished(j) && m->active_jobs > 0)
                 m->active_jobs--;

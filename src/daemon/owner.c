@@ -14,12 +14,7 @@ static void owner_free(Owner *o)
 {
         Manager *m = o->manager;
 
-        if (o->prev)
-                o->prev->next = o->next;
-        else
-                m->owners = o->next;
-        if (o->next)
-                o->next->prev = o->prev;
+        LIST_REMOVE(m->owners, o);
         m->n_owners--;
         sd_bus_track_unref(o->track);
         free(o->name);
@@ -101,10 +96,7 @@ int owner_acquire(Manager *m, sd_bus *bus, const char *name, uid_t uid, Owner **
                 return r;
         }
         o->n_jobs = 1;
-        o->next = m->owners;
-        if (m->owners)
-                m->owners->prev = o;
-        m->owners = o;
+        LIST_PREPEND(m->owners, o);
         m->n_owners++;
         *ret = o;
         return 0;

@@ -30,12 +30,7 @@ Peer *peer_free(Peer *p)
         if (!p)
                 return NULL;
         m = p->manager;
-        if (p->prev)
-                p->prev->next = p->next;
-        else if (m->peers == p)
-                m->peers = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
+        LIST_REMOVE(m->peers, p);
         if (m->n_peers > 0)
                 m->n_peers--;
         /* Inside the connection's own Disconnected handler sd-bus still holds a reference: the bus
@@ -183,10 +178,7 @@ int peer_new(Manager *m, const char *opener, uid_t uid, Peer **ret, int *ret_fd)
         }
 
         /* Listed first, so that peer_free() can undo a half-made one. */
-        p->next = m->peers;
-        if (m->peers)
-                m->peers->prev = p;
-        m->peers = p;
+        LIST_PREPEND(m->peers, p);
         m->n_peers++;
 
         r = peer_start(p, sv[0]);

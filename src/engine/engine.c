@@ -282,16 +282,20 @@ static void buffer_put(Engine *e, Buffer *b)
         e->n_free_buffers++;
 }
 
-static Buffer *buffer_take(Engine *e, unsigned slot)
+/* A buffer off a free list or the bitmap, now the ring's, for one slot's read. */
+static Buffer *buffer_claim(Buffer *b)
 {
-        Buffer *b = &e->buffers[slot];
-
-        e->free_map[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
-        e->n_free_buffers--;
         b->next = NULL;
         b->owner = BUF_RING;
         b->span = 1;
         return b;
+}
+
+static Buffer *buffer_take(Engine *e, unsigned slot)
+{
+        e->free_map[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
+        e->n_free_buffers--;
+        return buffer_claim(&e->buffers[slot]);
 }
 
 /* The free slot with the lowest position: slots that went back a moment ago are reused first. */
@@ -312,10 +316,7 @@ static Buffer *buffer_get_for(Engine *e, const FileSlot *f, uint64_t fits)
                 Buffer *b = e->free_small;
                 e->free_small = b->next;
                 e->n_free_small--;
-                b->next = NULL;
-                b->owner = BUF_RING;
-                b->span = 1;
-                return b;
+                return buffer_claim(b);
         }
         return buffer_get(e);
 }

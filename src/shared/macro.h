@@ -92,6 +92,27 @@ static inline bool streq_ptr(const char *a, const char *b)
 }
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
+/* Doubly linked lists through the item's next and prev fields, head first (as systemd's list.h). */
+#define LIST_PREPEND(head, item)                                                                           \
+        do {                                                                                               \
+                (item)->prev = NULL;                                                                       \
+                (item)->next = (head);                                                                     \
+                if (head)                                                                                  \
+                        (head)->prev = (item);                                                             \
+                (head) = (item);                                                                           \
+        } while (0)
+/* Unlinks item; an item that is not listed (no prev and not the head) leaves the list as it is. */
+#define LIST_REMOVE(head, item)                                                                            \
+        do {                                                                                               \
+                if ((item)->prev)                                                                          \
+                        (item)->prev->next = (item)->next;                                                 \
+                else if ((head) == (item))                                                                 \
+                        (head) = (item)->next;                                                             \
+                if ((item)->next)                                                                          \
+                        (item)->next->prev = (item)->prev;                                                 \
+                (item)->next = (item)->prev = NULL;                                                        \
+        } while (0)
+
 /* name##_to_string() and name##_from_string() over a table of max strings indexed by the enum
  * (NULL for an out-of-range value; invalid for an unknown or NULL string), as systemd's
  * DEFINE_STRING_TABLE_LOOKUP. */
