@@ -86,6 +86,8 @@ static void hash_option_list(unsigned allowed, char *buf, size_t size)
                                 break;
                         l += (size_t)n;
                 }
+        if (l == 0)
+                (void)snprintf(buf, size, "none");
 }
 
 /* Reads the variant's value if it has the signature the key needs; InvalidArgs naming the key
