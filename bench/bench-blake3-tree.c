@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "blake3-tree.h"
-#include "macro.h"
+#include "hash/blake3-tree.h"
+#include "basic/macro.h"
 
 #define PIECE (1u << 20)
 #define ROUNDS 5u

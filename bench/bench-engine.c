@@ -11,9 +11,10 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 
-#include "engine.h"
-#include "hash.h"
-#include "macro.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
 
 /*
  * Output, one line per run, for bench/run and for people:
@@ -248,7 +249,7 @@ static int run_once(Engine *e, HashAlgo algo, const EngineJobOptions *opts, Path
                "buffer_size=%zu buffers=%u run=%u strategy=%s read=%zu mmap=%zu direct=%zu parallel=%zu open=%s\n",
                run.files_ok, run.bytes, wall, user, sys, wall > 0 ? gb / wall : 0.0,
                wall > 0 ? (double)run.files_ok / wall : 0.0, gb > 0 ? (user + sys) / gb : 0.0,
-               run.files_failed, hash_algo_to_string(algo), engine_io_mode_to_string(engine_get_io_mode(e)),
+               run.files_failed, hash_algo_to_string(algo), io_mode_to_string(engine_get_io_mode(e)),
                engine_get_workers(e), engine_get_buffer_size(e), engine_get_buffers(e), index,
                engine_read_strategy_to_string(opts->strategy), run.by_strategy[ENGINE_READ_BUFFERED],
                run.by_strategy[ENGINE_READ_MMAP], run.by_strategy[ENGINE_READ_DIRECT], run.parallel,
@@ -314,7 +315,7 @@ int main(int argc, char *argv[])
         };
         _cleanup_(paths_done) Paths paths = {};
         _cleanup_(engine_freep) Engine *e = NULL;
-        EngineConfig config = { .io_mode = ENGINE_IO_AUTO };
+        EngineConfig config = { .io_mode = IO_MODE_AUTO };
         EngineJobOptions opts = {};
         HashAlgo algo = HASH_SHA256;
         unsigned repeat = 1;
@@ -360,7 +361,7 @@ int main(int argc, char *argv[])
                                 goto bad_number;
                         break;
                 case 'm':
-                        config.io_mode = engine_io_mode_from_string(optarg);
+                        config.io_mode = io_mode_from_string(optarg);
                         if (config.io_mode < 0) {
                                 fprintf(stderr, "bench-engine: unknown io mode '%s'\n", optarg);
                                 return 2;

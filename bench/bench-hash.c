@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "hash.h"
-#include "macro.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
 
 #define CHUNK (1u << 20)
 

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blake3-tree.h"
-#include "hash.h"
-#include "macro.h"
+#include "hash/blake3-tree.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
 #include "test-helpers.h"
 
 #define KIB ((size_t)1024)

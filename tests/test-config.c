@@ -13,8 +13,8 @@
 
 /* Spelled with its directory: a bare "config.h" is the build's generated header (it comes first in
  * the include path). */
-#include "src/shared/config.h"
-#include "macro.h"
+#include "daemon/config.h"
+#include "basic/macro.h"
 #include "test-helpers.h"
 
 static char *dir;
@@ -101,7 +101,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.max_queued_files_per_uid, 1000000);
         assert_int_equal(c.max_bytes_in_flight_per_uid, 0);
         assert_int_equal(c.max_file_size, 0);
-        assert_int_equal(c.io_mode, ENGINE_IO_AUTO);
+        assert_int_equal(c.io_mode, IO_MODE_AUTO);
 }
 
 static void test_missing_file(void **state)
@@ -152,7 +152,7 @@ static void test_every_key(void **state)
                 .max_queued_files_per_uid = 999,
                 .max_bytes_in_flight_per_uid = UINT64_C(64) << 20,
                 .max_file_size = UINT64_C(2) << 30,
-                .io_mode = ENGINE_IO_PREAD,
+                .io_mode = IO_MODE_PREAD,
         };
         EngineConfig e;
 
@@ -165,7 +165,7 @@ static void test_every_key(void **state)
         assert_int_equal(e.buffer_size, 256 * 1024);
         assert_int_equal(e.buffers, 32);
         assert_int_equal(e.max_open, 128);
-        assert_int_equal(e.io_mode, ENGINE_IO_PREAD);
+        assert_int_equal(e.io_mode, IO_MODE_PREAD);
         assert_false(e.no_pin);
 }
 
@@ -173,12 +173,12 @@ static void test_io_modes(void **state)
 {
         static const struct {
                 const char *s;
-                EngineIoMode m;
+                IoMode m;
         } modes[] = {
-                { "auto", ENGINE_IO_AUTO },
-                { "uring-registered", ENGINE_IO_URING_REGISTERED },
-                { "uring", ENGINE_IO_URING },
-                { "pread", ENGINE_IO_PREAD },
+                { "auto", IO_MODE_AUTO },
+                { "uring-registered", IO_MODE_URING_REGISTERED },
+                { "uring", IO_MODE_URING },
+                { "pread", IO_MODE_PREAD },
         };
         FhashConfig c = FHASH_CONFIG_DEFAULTS;
 
@@ -300,9 +300,9 @@ static void test_set_and_reset(void **state)
         assert_int_equal(c.workers, 0);
         assert_int_equal(config_set(&c, "BufferSize", "", &err), 0);
         assert_int_equal(c.buffer_size, 1 << 20);
-        c.io_mode = ENGINE_IO_PREAD;
+        c.io_mode = IO_MODE_PREAD;
         assert_int_equal(config_set(&c, "IOMode", "", &err), 0);
-        assert_int_equal(c.io_mode, ENGINE_IO_AUTO);
+        assert_int_equal(c.io_mode, IO_MODE_AUTO);
         assert_null(err);
 
         assert_int_equal(config_set(&c, "Wrokers", "9", &err), -ENOENT);
@@ -462,7 +462,7 @@ static void test_shipped_file(void **state)
         assert_int_equal(n_keys, 12);
 
         c.workers = 77;
-        c.io_mode = ENGINE_IO_PREAD;
+        c.io_mode = IO_MODE_PREAD;
         c.max_file_size = 1;
         assert_int_equal(config_load_file(&c, in, &err), 1); /* all commented: changes nothing */
         assert_int_equal(c.workers, 77);

@@ -26,11 +26,12 @@
 #include <grp.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "hash.h"
-#include "ioring.h"
-#include "macro.h"
-#include "pagecache.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
+#include "io/ioring.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "io/pagecache.h"
 #include "test-helpers.h"
 
 #define SLOT (1u << 20)
@@ -150,7 +151,7 @@ static void assert_result_matches(const EngineFileResult *r, HashAlgo a, const c
                 fail_msg("%s (%s): engine %s, reference %s", path, hash_algo_to_string(a), hex, ref);
 }
 
-static Engine *new_engine(EngineIoMode mode, size_t bufsize, unsigned buffers)
+static Engine *new_engine(IoMode mode, size_t bufsize, unsigned buffers)
 {
         Engine *e = NULL;
         EngineConfig cfg = { .io_mode = mode, .buffer_size = bufsize, .buffers = buffers };
@@ -198,13 +199,13 @@ static const uint64_t edge_sizes[] = { 0,           1,        4095,     4096,   
                                        65535,       65536,    65537,    SLOT - 1, SLOT,
                                        SLOT + 1,    3 * (uint64_t)SLOT + 17 };
 
-static void check_edge_sizes(EngineIoMode mode)
+static void check_edge_sizes(IoMode mode)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine");
         char *paths[ELEMENTSOF(edge_sizes)];
         Engine *e = new_engine(mode, SLOT, 8);
 
-        if (mode != ENGINE_IO_AUTO)
+        if (mode != IO_MODE_AUTO)
                 assert_int_equal(engine_get_io_mode(e), mode);
         for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++) {
                 assert_true(asprintf(&paths[i], "%s/size-%" PRIu64, dir, edge_sizes[i]) > 0);
@@ -219,22 +220,22 @@ static void check_edge_sizes(EngineIoMode mode)
 
 static void test_sizes_auto(void **state)
 {
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         /* As root (CI) the pool registers; report the mode in the log either way. */
-        print_message("io mode: %s, workers %u, buffers %u x %zu\n", engine_io_mode_to_string(engine_get_io_mode(e)),
+        print_message("io mode: %s, workers %u, buffers %u x %zu\n", io_mode_to_string(engine_get_io_mode(e)),
                       engine_get_workers(e), engine_get_buffers(e), engine_get_buffer_size(e));
         engine_free(e);
-        check_edge_sizes(ENGINE_IO_AUTO);
+        check_edge_sizes(IO_MODE_AUTO);
 }
 
 static void test_sizes_uring_plain(void **state)
 {
-        check_edge_sizes(ENGINE_IO_URING);
+        check_edge_sizes(IO_MODE_URING);
 }
 
 static void test_sizes_pread(void **state)
 {
-        check_edge_sizes(ENGINE_IO_PREAD);
+        check_edge_sizes(IO_MODE_PREAD);
 }
 
 /* One buffer: reading and hashing take turns, and nothing may wait on a buffer it holds itself. */
@@ -242,7 +243,7 @@ static void test_one_buffer(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-one");
         char *paths[3];
-        Engine *e = new_engine(ENGINE_IO_AUTO, 65536, 1);
+        Engine *e = new_engine(IO_MODE_AUTO, 65536, 1);
 
         for (int i = 0; i < 3; i++) {
                 assert_true(asprintf(&paths[i], "%s/f%d", dir, i) > 0);
@@ -260,7 +261,7 @@ static void test_small_buffers(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-small");
         char *path;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 4096, 32);
+        Engine *e = new_engine(IO_MODE_AUTO, 4096, 32);
 
         assert_true(asprintf(&path, "%s/f", dir) > 0);
         assert_int_equal(th_write_random_file(path, 5 * 1000 * 1000 + 3, 77), 0);
@@ -277,7 +278,7 @@ static void test_sparse_4g(void **state)
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
         const uint64_t size = (UINT64_C(4) << 30) + 4097;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
 
         assert_true(asprintf(&path, "%s/sparse", dir) > 0);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -314,7 +315,7 @@ static void test_many_files(void **state)
         _cleanup_free_ char *dir = th_mkdtemp("engine-many");
         const size_t n = 2000;
         int fds_before = th_count_fds();
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJob *j = NULL;
         Collector c;
         char line[4096];
@@ -451,7 +452,7 @@ static void test_strategies_digests(void **state)
         static const EngineReadStrategy strategies[] = { ENGINE_READ_BUFFERED, ENGINE_READ_MMAP, ENGINE_READ_DIRECT };
         _cleanup_free_ char *dir = th_mkdtemp("engine-strategy");
         char *paths[ELEMENTSOF(edge_sizes)];
-        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
         bool direct = dir_has_direct(dir);
 
         for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++) {
@@ -495,20 +496,20 @@ static const uint64_t span_sizes[] = {
         40 * SPAN_REQ + 513,
 };
 
-static Engine *new_span_engine(EngineIoMode mode, bool einval)
+static Engine *new_span_engine(IoMode mode, bool einval)
 {
         Engine *e = NULL;
         EngineConfig cfg = { .io_mode = mode, .buffer_size = SPAN_SLOT, .buffers = 16, .workers = 2,
                              .direct_request = SPAN_REQ, .test_direct_einval = einval };
 
         assert_int_equal(engine_new(&cfg, &e), 0);
-        if (mode != ENGINE_IO_AUTO)
+        if (mode != IO_MODE_AUTO)
                 assert_int_equal(engine_get_io_mode(e), mode);
         assert_int_equal(engine_get_direct_span(e), SPAN_REQ / SPAN_SLOT);
         return e;
 }
 
-static void check_span_sizes(EngineIoMode mode, bool einval)
+static void check_span_sizes(IoMode mode, bool einval)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-span");
         char *paths[ELEMENTSOF(span_sizes)];
@@ -535,24 +536,24 @@ static void check_span_sizes(EngineIoMode mode, bool einval)
 
 static void test_span_registered(void **state)
 {
-        check_span_sizes(ENGINE_IO_AUTO, false);
+        check_span_sizes(IO_MODE_AUTO, false);
 }
 
 static void test_span_unregistered(void **state)
 {
-        check_span_sizes(ENGINE_IO_URING, false);
+        check_span_sizes(IO_MODE_URING, false);
 }
 
 static void test_span_pread(void **state)
 {
-        check_span_sizes(ENGINE_IO_PREAD, false);
+        check_span_sizes(IO_MODE_PREAD, false);
 }
 
 /* Every O_DIRECT read refused with EINVAL (several are in flight when the first comes back): the
  * files finish buffered with the right digests. */
 static void test_span_einval_fallback(void **state)
 {
-        check_span_sizes(ENGINE_IO_AUTO, true);
+        check_span_sizes(IO_MODE_AUTO, true);
 }
 
 /* A pool of 1 slot per request: the span is off, reads as before. And the default: 4 MiB requests,
@@ -579,7 +580,7 @@ static void test_strategy_auto_choice(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-auto");
         _cleanup_free_ char *big = NULL, *small = NULL;
-        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
         EngineFileResult r;
 
         if (!have_cachestat()) {
@@ -656,7 +657,7 @@ static void test_dontcache(void **state)
         _cleanup_free_ char *dir = th_mkdtemp("engine-dontcache");
         _cleanup_free_ char *path = NULL;
         const uint64_t size = 32u << 20;
-        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
         EngineJobOptions o = { .dontcache = true };
         EngineFileResult r;
         PageCacheState before, after;
@@ -728,7 +729,7 @@ static void test_mmap_windows(void **state)
         static const uint64_t sizes[] = { (96u << 20) + 5, (288u << 20) + 1023 };
         static const HashAlgo algos[] = { HASH_BLAKE3, HASH_SHA256, HASH_XXH3 };
         _cleanup_free_ char *dir = th_mkdtemp("engine-windows");
-        Engine *e = new_engine(ENGINE_IO_AUTO, SLOT, 8);
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
         EngineJobOptions o = { .strategy = ENGINE_READ_MMAP };
 
         for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
@@ -775,7 +776,7 @@ static void test_mmap_truncated(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-trunc");
         _cleanup_free_ char *path = NULL, *other = NULL;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 256u << 10, 4);
+        Engine *e = new_engine(IO_MODE_AUTO, 256u << 10, 4);
         EngineJobOptions o = { .strategy = ENGINE_READ_MMAP };
         EngineJob *j = NULL;
         Truncator t = {};
@@ -831,7 +832,7 @@ static void *pipe_writer(void *arg)
 static void test_pipe(void **state)
 {
         const size_t size = 5 * 1000 * 1000 + 11;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         int p[2];
         pthread_t t;
         PipeWriter w = { .size = size, .seed = 4242 };
@@ -890,7 +891,7 @@ static void check_changed(bool append)
         _cleanup_free_ char *dir = th_mkdtemp("engine-grow");
         _cleanup_free_ char *path = NULL;
         /* Small slow reads and the slowest algorithm keep the job running for a while. */
-        Engine *e = new_engine(ENGINE_IO_AUTO, 65536, 2);
+        Engine *e = new_engine(IO_MODE_AUTO, 65536, 2);
         EngineJob *j = NULL;
         Collector c;
         pthread_t t;
@@ -938,7 +939,7 @@ static void test_errors_among_good(void **state)
         _cleanup_free_ char *dir = th_mkdtemp("engine-err");
         _cleanup_free_ char *good1 = NULL, *good2 = NULL, *missing = NULL;
         int fds_before = th_count_fds();
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJob *j = NULL;
         Collector c;
         int wfd;
@@ -989,7 +990,7 @@ static void test_cancel(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-cancel");
         _cleanup_free_ char *big = NULL;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 65536, 4);
+        Engine *e = new_engine(IO_MODE_AUTO, 65536, 4);
         EngineJob *j = NULL;
         Collector c;
         int p[2];
@@ -1051,7 +1052,7 @@ static void test_span_cancel(void **state)
                 th_rm_rf(dir);
                 skip();
         }
-        e = new_span_engine(ENGINE_IO_AUTO, false);
+        e = new_span_engine(IO_MODE_AUTO, false);
         assert_true(asprintf(&big, "%s/big", dir) > 0);
         assert_int_equal(th_write_random_file(big, 64u << 20, 5), 0);
         fds_before = th_count_fds();
@@ -1096,7 +1097,7 @@ static void test_span_truncated(void **state)
                 th_rm_rf(dir);
                 skip();
         }
-        e = new_span_engine(ENGINE_IO_AUTO, false);
+        e = new_span_engine(IO_MODE_AUTO, false);
         assert_true(asprintf(&path, "%s/shrinking", dir) > 0);
         assert_int_equal(th_write_random_file(path, 256u << 20, 6), 0);
 
@@ -1124,7 +1125,7 @@ static void test_unref_running(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-unref");
         _cleanup_free_ char *path = NULL;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJob *j = NULL;
         Collector c, c2;
         int p[2];
@@ -1163,7 +1164,7 @@ static void test_unref_running(void **state)
 /* An unbounded input (/dev/zero) stops at max_file_size with EFBIG. */
 static void test_max_size(void **state)
 {
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJobOptions o = { .max_file_size = 8u << 20 };
         EngineJob *j = NULL;
         Collector c;
@@ -1188,7 +1189,7 @@ static void test_regular_only(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-regonly");
         _cleanup_free_ char *fifo = NULL, *reg = NULL;
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJobOptions o = { .regular_only = true };
         EngineJob *j = NULL;
         Collector c;
@@ -1233,7 +1234,7 @@ static void test_regular_only(void **state)
 
 static void test_empty_job_and_bad_args(void **state)
 {
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJob *j = NULL;
         Collector c;
 
@@ -1256,8 +1257,8 @@ static void test_empty_job_and_bad_args(void **state)
         assert_int_equal(engine_new(&bad, &e), -EINVAL);
         bad = (EngineConfig){ .io_mode = 17 };
         assert_int_equal(engine_new(&bad, &e), -EINVAL);
-        assert_int_equal(engine_io_mode_from_string("pread"), ENGINE_IO_PREAD);
-        assert_int_equal(engine_io_mode_from_string("nope"), _ENGINE_IO_MODE_INVALID);
+        assert_int_equal(io_mode_from_string("pread"), IO_MODE_PREAD);
+        assert_int_equal(io_mode_from_string("nope"), _IO_MODE_INVALID);
 }
 
 /* Many jobs at once from one consumer, then freeing the engine with jobs still running. */
@@ -1266,7 +1267,7 @@ static void test_concurrent_jobs_and_free(void **state)
         _cleanup_free_ char *dir = th_mkdtemp("engine-conc");
         _cleanup_free_ char *path = NULL;
         int fds_before = th_count_fds();
-        Engine *e = new_engine(ENGINE_IO_AUTO, 0, 0);
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
         EngineJob *jobs[20];
         Collector c[20];
 
@@ -1296,7 +1297,7 @@ static void test_concurrent_jobs_and_free(void **state)
 
 /* ---- forced fallbacks, in a child process so the restrictions stay there ---- */
 
-static int child_hash_check(EngineIoMode expect)
+static int child_hash_check(IoMode expect)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-fallback");
         _cleanup_free_ char *path = NULL;
@@ -1313,8 +1314,8 @@ static int child_hash_check(EngineIoMode expect)
                 return 11;
         }
         if (engine_get_io_mode(e) != expect) {
-                fprintf(stderr, "io mode %s, expected %s\n", engine_io_mode_to_string(engine_get_io_mode(e)),
-                        engine_io_mode_to_string(expect));
+                fprintf(stderr, "io mode %s, expected %s\n", io_mode_to_string(engine_get_io_mode(e)),
+                        io_mode_to_string(expect));
                 return 12;
         }
         collector_init(&c, 1);
@@ -1367,7 +1368,7 @@ static int child_register_refused(void)
         }
         if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
                 return 77;
-        return child_hash_check(ENGINE_IO_URING);
+        return child_hash_check(IO_MODE_URING);
 }
 
 /* io_uring unavailable for real: a seccomp filter makes io_uring_setup fail with ENOSYS, as on
@@ -1384,7 +1385,7 @@ static int child_no_uring(void)
 
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
                 return 77;
-        return child_hash_check(ENGINE_IO_PREAD);
+        return child_hash_check(IO_MODE_PREAD);
 }
 
 /* Out of fds for real: with RLIMIT_NOFILE a little above what the process holds, a job of 300 files
@@ -1462,7 +1463,7 @@ static void test_fallback_no_uring(void **state)
 
 /* An engine that opens small path inputs with the linked chain, or NULL when this kernel cannot
  * (then the caller skips: the classic path is what runs, and the other tests cover it). */
-static Engine *new_linked_engine(EngineIoMode mode, size_t bufsize, unsigned buffers)
+static Engine *new_linked_engine(IoMode mode, size_t bufsize, unsigned buffers)
 {
         EngineConfig cfg = { .io_mode = mode, .buffer_size = bufsize, .buffers = buffers,
                              .open_mode = ENGINE_OPEN_LINKED };
@@ -1496,7 +1497,7 @@ static const uint64_t linked_sizes[] = { 0, 1, 4095, 4096, 4097, 65535, 65536, 6
 
 /* Every edge size against the reference tools: below one slot through the chain (counted), from one
  * slot on the classic way; buffered reads forced so that sizes up to the slot may take the chain. */
-static void check_linked_sizes(EngineIoMode mode)
+static void check_linked_sizes(IoMode mode)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-linked");
         char *paths[ELEMENTSOF(linked_sizes)];
@@ -1533,12 +1534,12 @@ static void check_linked_sizes(EngineIoMode mode)
 
 static void test_linked_sizes(void **state)
 {
-        check_linked_sizes(ENGINE_IO_AUTO);
+        check_linked_sizes(IO_MODE_AUTO);
 }
 
 static void test_linked_sizes_unregistered(void **state)
 {
-        check_linked_sizes(ENGINE_IO_URING);
+        check_linked_sizes(IO_MODE_URING);
 }
 
 /* Hashes paths in one job; results into c (initialised here). */
@@ -1576,7 +1577,7 @@ static void check_linked_errors_match(const char *dir, bool regular_only)
         char *paths[] = { good, missing, (char *)dir, loop, notdir, link, noperm, inclosed, fifo };
         size_t n = ELEMENTSOF(paths) - !regular_only; /* a FIFO without regular_only would wait for a writer */
 
-        Engine *el = new_linked_engine(ENGINE_IO_AUTO, 65536, 4);
+        Engine *el = new_linked_engine(IO_MODE_AUTO, 65536, 4);
         if (!el)
                 return;
         EngineConfig cfg = { .buffer_size = 65536, .buffers = 4, .open_mode = ENGINE_OPEN_CLASSIC };
@@ -1786,7 +1787,7 @@ static void test_linked_redo(void **state)
         _cleanup_free_ char *dir = th_mkdtemp("engine-linked-redo");
         _cleanup_free_ char *path = NULL, *shm = NULL;
         EngineJobOptions o = { .regular_only = true };
-        Engine *e = new_linked_engine(ENGINE_IO_AUTO, 65536, 4);
+        Engine *e = new_linked_engine(IO_MODE_AUTO, 65536, 4);
         Collector c;
 
         if (!e) {
@@ -1827,7 +1828,7 @@ static void test_linked_redo(void **state)
                         return;
                 }
         }
-        e = new_linked_engine(ENGINE_IO_AUTO, 65536, 4);
+        e = new_linked_engine(IO_MODE_AUTO, 65536, 4);
         assert_non_null(e);
         o = (EngineJobOptions){ .dontcache = true };
         char *spaths[] = { shm, shm };
@@ -1855,7 +1856,7 @@ static void test_linked_cancel(void **state)
         const size_t n = 3000;
         char **paths = calloc(n, sizeof(char *));
         int fds_before = th_count_fds();
-        Engine *e = new_linked_engine(ENGINE_IO_AUTO, 65536, 16);
+        Engine *e = new_linked_engine(IO_MODE_AUTO, 65536, 16);
         EngineJob *j = NULL;
         Collector c;
         size_t cancelled = 0;
@@ -1914,7 +1915,7 @@ static int child_linked_fallback(void)
         _cleanup_free_ char *path = NULL;
         struct rlimit rl = { .rlim_cur = 64, .rlim_max = 64 };
         const EngineConfig cfgs[] = {
-                { .io_mode = ENGINE_IO_PREAD, .open_mode = ENGINE_OPEN_LINKED },
+                { .io_mode = IO_MODE_PREAD, .open_mode = ENGINE_OPEN_LINKED },
                 { .max_open = 128, .open_mode = ENGINE_OPEN_LINKED },
                 { .open_mode = ENGINE_OPEN_AUTO },
         };

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hash.h"
-#include "macro.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
 #include "test-helpers.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(HashCtx *, hash_ctx_free);

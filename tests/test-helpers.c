@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 #include "test-helpers.h"
 
 char *th_mkdtemp(const char *tag)

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "macro.h"
-#include "src/ctl/manifest.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
+#include "ctl/manifest.h"
 
 #define H64 "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
 #define H128 H64 H64

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "hash.h"
-#include "macro.h"
-#include "src/ctl/output.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
+#include "ctl/output.h"
 
 static const char hex256[] = "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb";
 
@@ -96,19 +96,19 @@ static void test_tags(void **state)
 
         assert_int_equal(ELEMENTSOF(t), _HASH_ALGO_MAX);
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
-                assert_string_equal(output_algo_tag(t[i].a), t[i].tag);
-                assert_int_equal(output_algo_from_tag(t[i].tag, strlen(t[i].tag)), t[i].a);
+                assert_string_equal(hash_algo_tag(t[i].a), t[i].tag);
+                assert_int_equal(hash_algo_from_tag(t[i].tag, strlen(t[i].tag)), t[i].a);
                 /* Our table of lower-case names must agree with the engine's. */
-                assert_string_equal(output_algo_name(t[i].a), hash_algo_to_string(t[i].a));
-                assert_int_equal(output_algo_from_tag(output_algo_name(t[i].a),
-                                                      strlen(output_algo_name(t[i].a))),
+                assert_string_equal(hash_algo_to_string(t[i].a), hash_algo_to_string(t[i].a));
+                assert_int_equal(hash_algo_from_tag(hash_algo_to_string(t[i].a),
+                                                      strlen(hash_algo_to_string(t[i].a))),
                                  t[i].a);
         }
-        assert_null(output_algo_tag(_HASH_ALGO_MAX));
-        assert_null(output_algo_tag(_HASH_ALGO_INVALID));
-        assert_int_equal(output_algo_from_tag("SHA2", 4), _HASH_ALGO_INVALID);
-        assert_int_equal(output_algo_from_tag("SHA256X", 6), HASH_SHA256); /* length-bounded */
-        assert_int_equal(output_algo_from_tag("XXH64", 5), _HASH_ALGO_INVALID);
+        assert_null(hash_algo_tag(_HASH_ALGO_MAX));
+        assert_null(hash_algo_tag(_HASH_ALGO_INVALID));
+        assert_int_equal(hash_algo_from_tag("SHA2", 4), _HASH_ALGO_INVALID);
+        assert_int_equal(hash_algo_from_tag("SHA256X", 6), HASH_SHA256); /* length-bounded */
+        assert_int_equal(hash_algo_from_tag("XXH64", 5), _HASH_ALGO_INVALID);
         assert_int_equal(output_write_digest(stdout, OUTPUT_JSON, false, HASH_SHA256, "x", hex256), -EINVAL);
 }
 

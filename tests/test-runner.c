@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 #include "test-helpers.h"
-#include "src/ctl/runner.h"
+#include "ctl/runner.h"
 
 /* A source of n items named "item-<i>", built in one buffer that every call overwrites (the order
  * must copy). Every 97th is a note, every 101st an error from the walk. */

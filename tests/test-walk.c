@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 #include "test-helpers.h"
-#include "src/ctl/walk.h"
+#include "ctl/walk.h"
 
 static char *root;
 

@@ -7,10 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bus-client.h"
-#include "fhash/fhash.h"
-#include "macro.h"
-#include "output.h"
+#include "ctl/bus-client.h"
+#include "fhash/fhash-dbus.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "ctl/output.h"
+#include "protocol/bus.h"
+#include "protocol/errors.h"
 
 
 int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error)
@@ -18,24 +21,7 @@ int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int r;
 
-        switch (kind) {
-        case BUS_KIND_USER:
-                r = sd_bus_open_user(&bus);
-                break;
-        case BUS_KIND_ADDRESS:
-                r = sd_bus_new(&bus);
-                if (r < 0)
-                        return r;
-                r = sd_bus_set_address(bus, address);
-                if (r >= 0)
-                        r = sd_bus_set_bus_client(bus, true);
-                if (r >= 0)
-                        r = sd_bus_start(bus);
-                break;
-        case BUS_KIND_SYSTEM:
-        default:
-                r = sd_bus_open_system(&bus);
-        }
+        r = bus_open(kind, address, NULL, &bus);
         if (r < 0)
                 return r;
 
@@ -236,19 +222,10 @@ static void deliver(BusClient *c, ClientJob *j, size_t item, RunStatus status, i
 /* "org.fhash.Hasher1.Error.NotFound: No such file or directory" → status, -errno and the reason. */
 static void parse_file_error(const char *e, RunStatus *ret_status, int *ret_errno, const char **ret_reason)
 {
-        static const struct {
-                const char *name;
-                int err;
-        } map[] = {
-                { FHASH_ERROR_NOT_FOUND, -ENOENT }, { FHASH_ERROR_ACCESS_DENIED, -EACCES },
-                { FHASH_ERROR_IO, -EIO },           { FHASH_ERROR_NOT_REGULAR, -EISDIR },
-                { FHASH_ERROR_TOO_LARGE, -EFBIG },
-        };
         const char *colon = strstr(e, ": ");
         size_t nl = colon ? (size_t)(colon - e) : strlen(e);
 
         *ret_reason = colon ? colon + 2 : e;
-        *ret_errno = -EIO;
         *ret_status = RUN_ERROR;
         if (nl == strlen(FHASH_ERROR_MISMATCH) && strncmp(e, FHASH_ERROR_MISMATCH, nl) == 0)
                 *ret_status = RUN_MISMATCH;
@@ -256,9 +233,7 @@ static void parse_file_error(const char *e, RunStatus *ret_status, int *ret_errn
                 *ret_status = RUN_CHANGED;
         else if (nl == strlen(FHASH_ERROR_CANCELLED) && strncmp(e, FHASH_ERROR_CANCELLED, nl) == 0)
                 *ret_status = RUN_CANCELLED;
-        for (size_t i = 0; i < ELEMENTSOF(map); i++)
-                if (nl == strlen(map[i].name) && strncmp(e, map[i].name, nl) == 0)
-                        *ret_errno = map[i].err;
+        *ret_errno = fhash_error_to_errno(e, nl);
 }
 
 static int add_orphan(BusClient *c, ClientJob *j, uint32_t index, RunStatus status, int error, const char *reason,
@@ -585,7 +560,7 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
                 if (r >= 0 && call->kind == CALL_HASH_FDS)
-                        r = sd_bus_message_append(m, "s", output_algo_name(j->algo));
+                        r = sd_bus_message_append(m, "s", hash_algo_to_string(j->algo));
                 if (r >= 0)
                         r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
                 /* Names are only labels for jobs and GetResults (results are matched by index), and
@@ -700,7 +675,7 @@ static void retry_later(BusClient *c, BusCall *call, bool at_once)
         } else {
                 *c->retry_tail = call;
                 c->retry_tail = &call->next;
-                c->retry_at = progress_now_usec() + RETRY_USEC;
+                c->retry_at = now_usec() + RETRY_USEC;
                 c->retry_results = c->results_seen;
         }
         call->job->retries++;
@@ -1049,7 +1024,7 @@ static int pump(BusClient *c)
                 if (c->retry) {
                         BusCall *call = c->retry;
 
-                        if (progress_now_usec() < c->retry_at && c->results_seen == c->retry_results)
+                        if (now_usec() < c->retry_at && c->results_seen == c->retry_results)
                                 return 0;
                         c->retry = call->next;
                         if (!c->retry)

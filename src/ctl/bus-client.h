@@ -6,13 +6,8 @@
 #include <stdio.h>
 #include <systemd/sd-bus.h>
 
-#include "runner.h"
-
-typedef enum BusKind {
-        BUS_KIND_SYSTEM,
-        BUS_KIND_USER,
-        BUS_KIND_ADDRESS,
-} BusKind;
+#include "ctl/runner.h"
+#include "protocol/bus.h"
 
 /* Connects and pings fhashd (which D-Bus-activates it where it is activatable). -errno with error set
  * to the bus's reason when there is no bus or nobody owns org.fhash.Hasher1. */

@@ -10,16 +10,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bus-client.h"
+#include "ctl/bus-client.h"
 #include "build-config.h"
-#include "ctl.h"
-#include "fhash/fhash.h"
-#include "macro.h"
-#include "manifest.h"
-#include "output.h"
-#include "progress.h"
-#include "runner.h"
-#include "walk.h"
+#include "ctl/ctl.h"
+#include "fhash/fhash-dbus.h"
+#include "basic/macro.h"
+#include "ctl/manifest.h"
+#include "ctl/output.h"
+#include "ctl/progress.h"
+#include "ctl/runner.h"
+#include "ctl/walk.h"
 
 typedef struct Args {
         const char *verb;
@@ -465,7 +465,7 @@ static int verb_hash(Args *a)
         if (a->json)
                 printf("{\"summary\":true,\"algorithm\":\"%s\",\"files\":%zu,\"ok\":%zu,\"failed\":%zu,"
                        "\"skipped\":%zu,\"bytes\":%" PRIu64 "}\n",
-                       output_algo_name(a->algo), s.ok + s.failed, s.ok, s.failed, s.skipped, s.bytes);
+                       hash_algo_to_string(a->algo), s.ok + s.failed, s.ok, s.failed, s.skipped, s.bytes);
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 err("write error: %m");
                 return CTL_EXIT_FAILED;
@@ -482,7 +482,7 @@ static void check_json(const RunItem *item, const RunResult *r, const char *stat
 {
         fputs("{\"name\":", stdout);
         (void)output_write_json_string(stdout, item->name);
-        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", output_algo_name(item->algo),
+        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", hash_algo_to_string(item->algo),
                item->expected);
         if (r->hex[0])
                 printf("\"%s\",\"size\":%" PRIu64, r->hex, r->size);
@@ -607,7 +607,7 @@ static int check_one(Args *a, const char *sumfile)
         if (a->warn)
                 for (size_t i = 0; i < m->n_bad; i++)
                         err("%s: %u: improperly formatted %s%schecksum line", q, m->bad_lines[i],
-                            a->algo_set ? output_algo_tag(a->algo) : "", a->algo_set ? " " : "");
+                            a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
         if (m->n_entries == 0) {
                 err("%s: no properly formatted checksum lines found", q);
                 return CTL_EXIT_FAILED;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fhashctl.c: main() only; the program lives in libfhash (ctl.c) so that tests link what ships */
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 int main(int argc, char *argv[])
 {

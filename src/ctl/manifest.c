@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
-#include "manifest.h"
-#include "output.h"
+#include "basic/macro.h"
+#include "ctl/manifest.h"
+#include "ctl/output.h"
 
 static HashAlgo algo_from_hex_len(size_t n)
 {
@@ -94,7 +94,7 @@ static int parse_tagged(const char *s, size_t len, bool escaped, HashAlgo want, 
                 i++;
         if (t == 0 || i >= len || s[i] != '(')
                 return -EAGAIN;
-        a = output_algo_from_tag(s, t);
+        a = hash_algo_from_tag(s, t);
         if (a < 0)
                 return -EAGAIN;
         if (want >= 0 && a != want)

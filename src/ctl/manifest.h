@@ -5,15 +5,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hash.h"
-#include "macro.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
 
 /*
  * Accepted lines (leading blanks skipped; a trailing '\r' dropped; blank lines and lines starting with
  * '#' ignored, as coreutils does):
  *   HEX  NAME / HEX *NAME / HEX NAME    sha256sum & co, b3sum, xxhsum -H128 (binary marker '*' dropped)
  *   XXH3_HEX  NAME                      xxhsum >= 0.8.2 for -H3
- *   TAG (NAME) = HEX                    cksum --tag / BSD / xxhsum (TAG as output_algo_tag(), or our
+ *   TAG (NAME) = HEX                    cksum --tag / BSD / xxhsum (TAG as hash_algo_tag(), or our
  *                                       lower-case names); the tag sets the algorithm
  *   \...                                either form with an escaped NAME ("\\n", "\\r", "\\\\")
  *

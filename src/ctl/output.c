@@ -3,49 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "macro.h"
-#include "output.h"
-
-static const char *const algo_tags[_HASH_ALGO_MAX] = {
-        [HASH_SHA256] = "SHA256",  [HASH_SHA512] = "SHA512",     [HASH_SHA1] = "SHA1",
-        [HASH_MD5] = "MD5",        [HASH_SHA3_256] = "SHA3-256", [HASH_BLAKE2B] = "BLAKE2b",
-        [HASH_BLAKE3] = "BLAKE3",  [HASH_XXH3] = "XXH3",         [HASH_XXH128] = "XXH128",
-        [HASH_CRC32C] = "CRC32C",
-};
-
-/* Lower-case names, duplicated here (not taken from hash.c) so that the manifest parser stays a pure
- * function over its buffer that a fuzzer can link with nothing else. Must match hash_algo_to_string(). */
-static const char *const algo_names[_HASH_ALGO_MAX] = {
-        [HASH_SHA256] = "sha256",  [HASH_SHA512] = "sha512",     [HASH_SHA1] = "sha1",
-        [HASH_MD5] = "md5",        [HASH_SHA3_256] = "sha3-256", [HASH_BLAKE2B] = "blake2b",
-        [HASH_BLAKE3] = "blake3",  [HASH_XXH3] = "xxh3",         [HASH_XXH128] = "xxh128",
-        [HASH_CRC32C] = "crc32c",
-};
-
-const char *output_algo_tag(HashAlgo a)
-{
-        if (a < 0 || a >= _HASH_ALGO_MAX)
-                return NULL;
-        return algo_tags[a];
-}
-
-const char *output_algo_name(HashAlgo a)
-{
-        if (a < 0 || a >= _HASH_ALGO_MAX)
-                return NULL;
-        return algo_names[a];
-}
-
-HashAlgo output_algo_from_tag(const char *s, size_t n)
-{
-        for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++) {
-                if (strlen(algo_tags[a]) == n && memcmp(algo_tags[a], s, n) == 0)
-                        return a;
-                if (strlen(algo_names[a]) == n && memcmp(algo_names[a], s, n) == 0)
-                        return a;
-        }
-        return _HASH_ALGO_INVALID;
-}
+#include "basic/macro.h"
+#include "ctl/output.h"
 
 bool output_name_needs_escape(const char *name)
 {
@@ -79,7 +38,7 @@ static int write_escaped(FILE *f, const char *name)
 int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex)
 {
         bool escape = !zero && output_name_needs_escape(name);
-        const char *tag = output_algo_tag(a);
+        const char *tag = hash_algo_tag(a);
         int r;
 
         if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED))
@@ -301,7 +260,7 @@ int output_write_json_string(FILE *f, const char *s)
 int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
                              const char *error)
 {
-        const char *algo = output_algo_name(a);
+        const char *algo = hash_algo_to_string(a);
         int r;
 
         if (!algo)

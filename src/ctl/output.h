@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "hash.h"
+#include "hash/hash.h"
 
 typedef enum OutputStyle {
         OUTPUT_UNTAGGED,  /* "<hex>  <name>", as sha256sum */
@@ -15,15 +15,6 @@ typedef enum OutputStyle {
         _OUTPUT_STYLE_MAX,
         _OUTPUT_STYLE_INVALID = -EINVAL,
 } OutputStyle;
-
-/* The tag used in BSD-style lines: coreutils' names where coreutils knows the algorithm ("SHA256",
- * "BLAKE2b", "MD5", ...), the reference tool's otherwise ("BLAKE3", "XXH3", "XXH128", "CRC32C",
- * "SHA3-256"). NULL for an invalid value. */
-const char *output_algo_tag(HashAlgo a);
-/* The lower-case name ("sha256", "blake2b", ...), equal to hash_algo_to_string(). */
-const char *output_algo_name(HashAlgo a);
-/* The inverse of output_algo_tag() over n bytes of s; also takes our lower-case names. */
-HashAlgo output_algo_from_tag(const char *s, size_t n);
 
 /* True if coreutils would escape this name in a digest line (it holds '\n', '\r' or '\\'). */
 bool output_name_needs_escape(const char *name);

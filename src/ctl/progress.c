@@ -5,16 +5,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "macro.h"
-#include "progress.h"
-
-uint64_t progress_now_usec(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "ctl/progress.h"
 
 void progress_init(Progress *p, ProgressMode mode, int fd)
 {
@@ -22,7 +15,7 @@ void progress_init(Progress *p, ProgressMode mode, int fd)
                 .enabled = mode != PROGRESS_OFF && isatty(fd),
                 .fd = fd,
                 .delay_usec = mode == PROGRESS_ON ? 0 : 1000000,
-                .start_usec = progress_now_usec(),
+                .start_usec = now_usec(),
         };
 }
 
@@ -73,7 +66,7 @@ void progress_update(Progress *p, const ProgressState *s)
 
         if (!p->enabled)
                 return;
-        now = progress_now_usec();
+        now = now_usec();
         if (now - p->start_usec < p->delay_usec || (p->shown && now - p->last_usec < 250000))
                 return;
         progress_format(line, sizeof(line), s, now - p->start_usec);

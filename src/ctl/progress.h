@@ -27,7 +27,6 @@ typedef struct Progress {
         bool shown;          /* a line is on the screen and must be wiped before other output */
 } Progress;
 
-uint64_t progress_now_usec(void);
 void progress_init(Progress *p, ProgressMode mode, int fd);
 /* Redraws at most four times a second, and not before the delay. */
 void progress_update(Progress *p, const ProgressState *s);

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "macro.h"
-#include "runner.h"
+#include "engine/engine.h"
+#include "basic/macro.h"
+#include "ctl/runner.h"
 
 const char *run_result_reason(const RunResult *r)
 {

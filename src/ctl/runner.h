@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
-#include "hash.h"
-#include "progress.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
+#include "ctl/progress.h"
 
 typedef struct RunItem {
         const char *name;      /* what the user sees */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "walk.h"
+#include "ctl/walk.h"
 
 /* A directory being walked: its sorted names and the next one to look at. The stack of frames is
  * the path from a directory argument down to the directory being read; their (dev, ino) catch loops

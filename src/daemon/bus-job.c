@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-job.h"
-#include "bus-util.h"
-#include "fhash/fhash.h"
-#include "log.h"
-#include "manager.h"
+#include "daemon/bus-job.h"
+#include "daemon/bus-util.h"
+#include "fhash/fhash-dbus.h"
+#include "basic/log.h"
+#include "basic/strv.h"
+#include "daemon/manager.h"
 
 /*
  * Access: a job, its results, its names and even its progress belong to the uid that created it.

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
-#include "bus-util.h"
-#include "job.h"
+#include "daemon/bus-util.h"
+#include "daemon/job.h"
 
 typedef struct Manager Manager;
 

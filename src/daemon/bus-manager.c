@@ -8,13 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bus-job.h"
-#include "bus-manager.h"
-#include "bus-util.h"
+#include "daemon/bus-job.h"
+#include "daemon/bus-manager.h"
+#include "daemon/bus-util.h"
 #include "build-config.h"
-#include "fhash/fhash.h"
-#include "log.h"
-#include "manager.h"
+#include "fhash/fhash-dbus.h"
+#include "basic/log.h"
+#include "basic/strv.h"
+#include "daemon/manager.h"
 
 static int read_algorithm(sd_bus_message *msg, HashAlgo *ret, sd_bus_error *error)
 {

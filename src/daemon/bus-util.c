@@ -8,28 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bus-util.h"
-#include "fhash/fhash.h"
-#include "macro.h"
-
-char **strv_free(char **l)
-{
-        if (!l)
-                return NULL;
-        for (char **p = l; *p; p++)
-                free(*p);
-        free(l);
-        return NULL;
-}
-
-size_t strv_length(char *const *l)
-{
-        size_t n = 0;
-
-        while (l && l[n])
-                n++;
-        return n;
-}
+#include "daemon/bus-util.h"
+#include "fhash/fhash-dbus.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
 
 int bus_query_sender_uid(sd_bus_message *m, uid_t *ret)
 {
@@ -235,20 +217,6 @@ fail:
         return r;
 }
 
-const sd_bus_error_map fhash_error_map[] = {
-        SD_BUS_ERROR_MAP(FHASH_ERROR_NOT_FOUND, ENOENT),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_ACCESS_DENIED, EACCES),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_IO, EIO),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_CHANGED, ESTALE),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_NOT_REGULAR, EISDIR),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_MISMATCH, EBADMSG),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_CANCELLED, ECANCELED),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_BUSY, EBUSY),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_TOO_LARGE, EFBIG),
-        SD_BUS_ERROR_MAP(FHASH_ERROR_JOB_CLOSED, EPIPE),
-        SD_BUS_ERROR_MAP_END,
-};
-
 int bus_echo_len(const char *s, size_t max)
 {
         size_t n = strnlen(s, max + 1);
@@ -259,29 +227,6 @@ int bus_echo_len(const char *s, size_t max)
                         n--;
         }
         return (int)n;
-}
-
-const char *fhash_error_from_errno(int error)
-{
-        switch (error < 0 ? -error : error) {
-        case ENOENT:
-        case ENOTDIR:
-        case ENXIO:
-        case ENODEV:
-                return FHASH_ERROR_NOT_FOUND;
-        case EACCES:
-        case EPERM:
-                return FHASH_ERROR_ACCESS_DENIED;
-        case EISDIR:
-        case ESPIPE: /* the engine's "pipe, socket or device" under regular_only */
-                return FHASH_ERROR_NOT_REGULAR;
-        case EFBIG:
-                return FHASH_ERROR_TOO_LARGE;
-        case ECANCELED:
-                return FHASH_ERROR_CANCELLED;
-        default:
-                return FHASH_ERROR_IO;
-        }
 }
 
 void hash_inputs_free(HashInput *inputs, size_t n)

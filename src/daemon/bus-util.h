@@ -7,8 +7,8 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
-#include "engine.h"
-#include "hash.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
 
 /* The sender's effective uid as the bus driver saw it when the sender connected (SO_PEERCRED),
  * never augmented from /proc: a PID can be reused, a connection cannot change hands. */
@@ -69,17 +69,7 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
  * has "max-size"). */
 int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret, sd_bus_error *error);
 
-/* The FHASH_ERROR_* name for a per-file errno (positive or negative). */
-const char *fhash_error_from_errno(int error);
-
 /* Bytes of s to echo in an error message: at most max, cut at a UTF-8 character boundary (a cut
  * inside a character makes the whole message invalid UTF-8, which sd-bus refuses to send, and the
  * caller would get no reply at all). For "%.*s". */
 int bus_echo_len(const char *s, size_t max);
-
-/* The project's error names with their errno, for sd_bus_error_add_map(). */
-extern const sd_bus_error_map fhash_error_map[];
-
-/* Free a NULL-terminated string array. */
-char **strv_free(char **l);
-size_t strv_length(char *const *l);

@@ -10,11 +10,11 @@
 #include <sys/resource.h>
 
 #include "build-config.h"
-#include "config.h"
-#include "engine.h"
-#include "macro.h"
-#include "log.h"
-#include "manager.h"
+#include "daemon/config.h"
+#include "engine/engine.h"
+#include "basic/macro.h"
+#include "basic/log.h"
+#include "daemon/manager.h"
 
 static void help(void)
 {

@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-job.h"
-#include "bus-util.h"
-#include "fhash/fhash.h"
-#include "job.h"
-#include "log.h"
-#include "manager.h"
+#include "daemon/bus-job.h"
+#include "daemon/bus-util.h"
+#include "fhash/fhash-dbus.h"
+#include "protocol/errors.h"
+#include "daemon/job.h"
+#include "basic/log.h"
+#include "basic/strv.h"
+#include "basic/time-util.h"
+#include "daemon/manager.h"
 
 static const char *const job_state_table[_JOB_STATE_MAX] = {
         [JOB_QUEUED] = "queued",     [JOB_RUNNING] = "running",     [JOB_DONE] = "done",

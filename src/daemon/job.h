@@ -8,10 +8,10 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "engine.h"
-#include "owner.h"
-#include "hash.h"
-#include "macro.h"
+#include "engine/engine.h"
+#include "daemon/owner.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
 
 typedef struct Manager Manager;
 typedef struct Job Job;

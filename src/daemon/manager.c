@@ -8,13 +8,15 @@
 #include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 
-#include "bus-job.h"
-#include "bus-manager.h"
-#include "bus-util.h"
+#include "daemon/bus-job.h"
+#include "daemon/bus-manager.h"
+#include "daemon/bus-util.h"
 #include "build-config.h"
-#include "fhash/fhash.h"
-#include "log.h"
-#include "manager.h"
+#include "fhash/fhash-dbus.h"
+#include "protocol/errors.h"
+#include "basic/log.h"
+#include "basic/time-util.h"
+#include "daemon/manager.h"
 
 static int on_engine_fd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
@@ -266,32 +268,7 @@ static int manager_connect_bus(Manager *m)
 {
         int r;
 
-        switch (m->config.bus_kind) {
-        case BUS_KIND_SYSTEM:
-                r = sd_bus_open_system_with_description(&m->bus, "fhashd");
-                break;
-        case BUS_KIND_USER:
-                r = sd_bus_open_user_with_description(&m->bus, "fhashd");
-                break;
-        case BUS_KIND_ADDRESS:
-                r = sd_bus_new(&m->bus);
-                if (r < 0)
-                        return r;
-                (void)sd_bus_set_description(m->bus, "fhashd");
-                r = sd_bus_set_address(m->bus, m->config.address);
-                if (r < 0)
-                        return r;
-                r = sd_bus_set_bus_client(m->bus, true);
-                if (r < 0)
-                        return r;
-                r = sd_bus_negotiate_fds(m->bus, true);
-                if (r < 0)
-                        return r;
-                r = sd_bus_start(m->bus);
-                break;
-        default:
-                return -EINVAL;
-        }
+        r = bus_open(m->config.bus_kind, m->config.address, "fhashd", &m->bus);
         if (r < 0)
                 return r;
         /* Without the bus nobody can reach us or hear about jobs: leave (with a failure status, so
@@ -307,7 +284,7 @@ int manager_start(Manager *m)
         uint64_t watchdog_usec;
         int r;
 
-        r = sd_bus_error_add_map(fhash_error_map);
+        r = sd_bus_error_add_map(fhash_error_map());
         if (r < 0)
                 return log_error_errno(r, "Failed to register the error names: %m");
 
@@ -356,9 +333,7 @@ int manager_start(Manager *m)
         r = manager_connect_bus(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the %s bus: %m",
-                                       m->config.bus_kind == BUS_KIND_SYSTEM ? "system"
-                                       : m->config.bus_kind == BUS_KIND_USER ? "user"
-                                                                              : "given");
+                                       bus_kind_to_string(m->config.bus_kind));
 
         r = bus_manager_register(m, m->bus);
         if (r < 0)
@@ -373,7 +348,7 @@ int manager_start(Manager *m)
 
         manager_check_idle(m);
         log_info("fhashd " FHASH_VERSION " ready: %u workers, io mode %s.", engine_get_workers(m->engine),
-                 engine_io_mode_to_string(engine_get_io_mode(m->engine)));
+                 io_mode_to_string(engine_get_io_mode(m->engine)));
         m->status_usec = now_usec();
         (void)sd_notifyf(false, "READY=1\nSTATUS=Ready, %u workers.", engine_get_workers(m->engine));
         return 0;

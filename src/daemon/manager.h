@@ -8,17 +8,12 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "engine.h"
-#include "owner.h"
-#include "peer.h"
-#include "job.h"
-#include "macro.h"
-
-typedef enum BusKind {
-        BUS_KIND_SYSTEM,
-        BUS_KIND_USER,
-        BUS_KIND_ADDRESS,  /* --address, or DBUS_STARTER_ADDRESS when bus-activated on any bus */
-} BusKind;
+#include "engine/engine.h"
+#include "daemon/owner.h"
+#include "daemon/peer.h"
+#include "daemon/job.h"
+#include "protocol/bus.h"
+#include "basic/macro.h"
 
 typedef struct ManagerConfig {
         EngineConfig engine;
@@ -35,7 +30,7 @@ typedef struct ManagerConfig {
 #define MANAGER_CONFIG_DEFAULT                                                                             \
         (ManagerConfig)                                                                                    \
         {                                                                                                  \
-                .engine = { .io_mode = ENGINE_IO_AUTO }, .bus_kind = BUS_KIND_SYSTEM,                      \
+                .engine = { .io_mode = IO_MODE_AUTO }, .bus_kind = BUS_KIND_SYSTEM,                      \
                 .max_paths = 100000, .keep_finished_usec = 60 * 1000000ULL, .idle_exit_usec = 0,           \
                 .max_jobs_per_uid = 64, .max_files_per_uid = 1000000,                                      \
         }

@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus-util.h"
-#include "job.h"
-#include "macro.h"
-#include "manager.h"
-#include "owner.h"
-#include "peer.h"
+#include "daemon/bus-util.h"
+#include "daemon/job.h"
+#include "basic/macro.h"
+#include "daemon/manager.h"
+#include "daemon/owner.h"
+#include "daemon/peer.h"
 
 static void owner_free(Owner *o)
 {

@@ -8,12 +8,13 @@
 #include <unistd.h>
 #include <systemd/sd-id128.h>
 
-#include "bus-job.h"
-#include "bus-manager.h"
-#include "log.h"
-#include "manager.h"
-#include "owner.h"
-#include "peer.h"
+#include "daemon/bus-job.h"
+#include "daemon/bus-manager.h"
+#include "basic/log.h"
+#include "basic/time-util.h"
+#include "daemon/manager.h"
+#include "daemon/owner.h"
+#include "daemon/peer.h"
 
 Peer *peer_from_bus(Manager *m, sd_bus *bus)
 {

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 typedef struct Manager Manager;
 typedef struct Peer Peer;

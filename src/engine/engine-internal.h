@@ -6,11 +6,11 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
-#include "blake3-tree.h"
-#include "engine.h"
-#include "hash.h"
-#include "ioring.h"
-#include "queue.h"
+#include "hash/blake3-tree.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
+#include "io/ioring.h"
+#include "io/queue.h"
 
 /*
  * Ownership of a buffer slot: exactly one of POOL (on the I/O thread's free list), RING (a read is
@@ -245,7 +245,7 @@ struct Engine {
         pthread_t io_thread;
         bool io_started;
         IoRing *ring;
-        EngineIoMode io_mode;
+        IoMode io_mode;
         int wake_fd;                  /* eventfd: wakes the I/O thread */
         Parker io_parker;
         bool dontcache_ok;

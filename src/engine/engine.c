@@ -12,10 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine-internal.h"
-#include "macro.h"
-#include "mapguard.h"
-#include "pagecache.h"
+#include "engine/engine-internal.h"
+#include "basic/macro.h"
+#include "basic/string-table.h"
+#include "basic/time-util.h"
+#include "io/mapguard.h"
+#include "io/pagecache.h"
 
 #define DEFAULT_BUFFER_SIZE (1u << 20)
 #define DEFAULT_BUFFERS 16
@@ -39,23 +41,6 @@ enum {
 #define TAG(p, op) ((uint64_t)(uintptr_t)(p) | (op))
 #define TAG_OP(t) ((unsigned)((t)&7))
 #define TAG_PTR(t) ((void *)(uintptr_t)((t) & ~UINT64_C(7)))
-
-uint64_t now_usec(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static const char *const io_mode_table[_ENGINE_IO_MODE_MAX] = {
-        [ENGINE_IO_AUTO] = "auto",
-        [ENGINE_IO_URING_REGISTERED] = "uring-registered",
-        [ENGINE_IO_URING] = "uring",
-        [ENGINE_IO_PREAD] = "pread",
-};
-
-DEFINE_STRING_TABLE_LOOKUP(engine_io_mode, EngineIoMode, io_mode_table, _ENGINE_IO_MODE_MAX,
-                           _ENGINE_IO_MODE_INVALID)
 
 static const char *const open_mode_table[_ENGINE_OPEN_MODE_MAX] = {
         [ENGINE_OPEN_AUTO] = "auto",
@@ -630,7 +615,7 @@ static void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
         b->direct_read = f->strategy == ENGINE_READ_DIRECT;
         if (b->direct_read && e->config.test_direct_einval && len > 1)
                 len--;
-        ioring_read(e->ring, f->fd, b->data + b->got, len, off, e->io_mode == ENGINE_IO_URING_REGISTERED ? b->index : -1,
+        ioring_read(e->ring, f->fd, b->data + b->got, len, off, e->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1,
                     rwf, TAG(b, OP_READ));
         f->ops++;
 }
@@ -725,7 +710,7 @@ static Buffer *linked_start(Engine *e, FileSlot *f)
         /* O_CLOEXEC is for fds: the kernel refuses it (EINVAL) on an open into a direct slot. */
         ioring_open_read_close(e->ring, f->job->inputs[f->input].path, job_open_flags(f->job) & ~O_CLOEXEC,
                                slot_index(e, f),
-                               b->data, b->want, e->io_mode == ENGINE_IO_URING_REGISTERED ? b->index : -1, rwf,
+                               b->data, b->want, e->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1, rwf,
                                TAG(f, OP_LINK_OPEN), TAG(b, OP_READ), TAG(f, OP_LINK_CLOSE));
         f->ops += 3;
         return b;
@@ -1565,7 +1550,7 @@ static int io_setup(Engine *e)
         /* Slots per O_DIRECT read: see file_choose_span(). Unregistered and pread reads take any
          * address, so only a pool registered slot by slot keeps one slot per read. */
         e->max_span = 1;
-        if (one || e->io_mode != ENGINE_IO_URING_REGISTERED)
+        if (one || e->io_mode != IO_MODE_URING_REGISTERED)
                 e->max_span = (unsigned)MAX((size_t)1, MIN(request / e->buffer_size,
                                                            MIN((size_t)e->n_buffers / 4, REGISTER_MAX_BYTES / e->buffer_size)));
         return 0;
@@ -1664,7 +1649,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
         Engine *e;
         int k;
 
-        if (cfg.io_mode < 0 || cfg.io_mode >= _ENGINE_IO_MODE_MAX || cfg.open_mode < 0 ||
+        if (cfg.io_mode < 0 || cfg.io_mode >= _IO_MODE_MAX || cfg.open_mode < 0 ||
             cfg.open_mode >= _ENGINE_OPEN_MODE_MAX)
                 return -EINVAL;
         if (cfg.buffer_size > ENGINE_MAX_BUFFER_SIZE || cfg.workers > ENGINE_MAX_WORKERS ||
@@ -1843,7 +1828,7 @@ int engine_get_fd(Engine *e)
         return e->event_fd;
 }
 
-EngineIoMode engine_get_io_mode(Engine *e)
+IoMode engine_get_io_mode(Engine *e)
 {
         return e->io_mode;
 }

@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash.h"
+#include "hash/hash.h"
+#include "io/ioring.h"
 
 /*
  * Threads and ownership
@@ -21,18 +22,6 @@
 
 typedef struct Engine Engine;
 typedef struct EngineJob EngineJob;
-
-typedef enum EngineIoMode {
-        ENGINE_IO_AUTO,              /* io_uring with registered buffers, falling back step by step */
-        ENGINE_IO_URING_REGISTERED,  /* require registered buffers (READ_FIXED) */
-        ENGINE_IO_URING,             /* io_uring with plain READ into unregistered buffers */
-        ENGINE_IO_PREAD,             /* no io_uring: openat/statx/pread on the I/O thread */
-        _ENGINE_IO_MODE_MAX,
-        _ENGINE_IO_MODE_INVALID = -EINVAL,
-} EngineIoMode;
-
-const char *engine_io_mode_to_string(EngineIoMode m);
-EngineIoMode engine_io_mode_from_string(const char *s);
 
 /*
  * How path inputs are opened (see "How each file is read" in README.md). CLASSIC: OPENAT through the
@@ -68,7 +57,7 @@ typedef struct EngineConfig {
         size_t buffer_size;    /* bytes per pool slot; 0 = 1 MiB; rounded up to 4 KiB */
         unsigned buffers;      /* pool slots (reads + hashing in flight); 0 = default (>= 8) */
         unsigned max_open;     /* files open at once; 0 = default (64) */
-        EngineIoMode io_mode;  /* ENGINE_IO_AUTO unless a test forces a fallback */
+        IoMode io_mode;  /* IO_MODE_AUTO unless a test forces a fallback */
         bool no_pin;           /* do not pin workers to CPUs */
         EngineOpenMode open_mode;  /* ENGINE_OPEN_AUTO unless a test or benchmark forces one */
         /* Bytes per O_DIRECT read of a large cold file: a read spans that many adjacent pool slots
@@ -106,7 +95,7 @@ int engine_dispatch(Engine *e);
  * dispatches. For simple clients (fhashctl --local, tests, benchmarks) without an event loop. */
 int engine_run_once(Engine *e, uint64_t timeout_usec);
 
-EngineIoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after fallbacks */
+IoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after fallbacks */
 unsigned engine_get_workers(Engine *e);
 size_t engine_get_buffer_size(Engine *e);
 unsigned engine_get_buffers(Engine *e);
@@ -230,4 +219,3 @@ size_t engine_job_get_n_inputs(EngineJob *j);
 HashAlgo engine_job_get_algo(EngineJob *j);
 bool engine_job_is_finished(EngineJob *j);
 
-uint64_t now_usec(void);   /* CLOCK_MONOTONIC in microseconds */

@@ -3,9 +3,9 @@
 #include <sched.h>
 #include <stdio.h>
 
-#include "engine-internal.h"
-#include "macro.h"
-#include "mapguard.h"
+#include "engine/engine-internal.h"
+#include "basic/macro.h"
+#include "io/mapguard.h"
 
 /* Empty polls before sleeping. Short on purpose: on a machine with as many workers as cores, a
  * spinning worker takes CPU from the I/O thread that would feed it (measured on 2 cores: 2000 spins

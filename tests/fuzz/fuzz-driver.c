@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "macro.h"
+#include "basic/macro.h"
 
 static uint64_t rng = 0x243f6a8885a308d3u;
 

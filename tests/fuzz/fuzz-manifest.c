@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "hash.h"
-#include "macro.h"
-#include "src/ctl/manifest.h"
-#include "src/ctl/output.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
+#include "ctl/manifest.h"
+#include "ctl/output.h"
 
 /* A parsed entry written back the way fhashctl writes it must parse to the same entry. */
 static void round_trip(const ManifestEntry *e)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mapguard.h"
+#include "io/mapguard.h"
 
 static struct sigaction old_action;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -2,12 +2,12 @@
 /* ioring.h: the I/O backend: io_uring (registered or plain buffers), or synchronous syscalls as fallback */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-#include "engine.h"
 
 /*
  * One IoRing belongs to one thread, the one that created it (the ring is SINGLE_ISSUER). Operations
@@ -16,6 +16,18 @@
  * completion, so the caller's state machine is the same in every mode.
  */
 typedef struct IoRing IoRing;
+
+typedef enum IoMode {
+        IO_MODE_AUTO,              /* io_uring with registered buffers, falling back step by step */
+        IO_MODE_URING_REGISTERED,  /* require registered buffers (READ_FIXED) */
+        IO_MODE_URING,             /* io_uring with plain READ into unregistered buffers */
+        IO_MODE_PREAD,             /* no io_uring: openat/statx/pread on the owning thread */
+        _IO_MODE_MAX,
+        _IO_MODE_INVALID = -EINVAL,
+} IoMode;
+
+const char *io_mode_to_string(IoMode m);
+IoMode io_mode_from_string(const char *s);
 
 typedef struct IoCompletion {
         uint64_t tag;
@@ -29,10 +41,10 @@ typedef struct IoCompletion {
 /* Creates the backend for mode (AUTO tries registered, then plain io_uring, then pread), registering
  * bufs when the mode allows. wake_fd is an eventfd that other threads write to wake the owner.
  * entries bounds the operations in flight. */
-int ioring_new(EngineIoMode mode, unsigned entries, const struct iovec *bufs, unsigned n_bufs, int wake_fd,
+int ioring_new(IoMode mode, unsigned entries, const struct iovec *bufs, unsigned n_bufs, int wake_fd,
                IoRing **ret);
 IoRing *ioring_free(IoRing *r);
-EngineIoMode ioring_get_mode(IoRing *r);
+IoMode ioring_get_mode(IoRing *r);
 
 /* Preparation never fails for lack of space: a full submission queue is flushed first. */
 void ioring_openat(IoRing *r, const char *path, int flags, uint64_t tag);

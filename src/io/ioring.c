@@ -8,12 +8,23 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "ioring.h"
-#include "macro.h"
+#include "io/ioring.h"
+#include "basic/macro.h"
+#include "basic/string-table.h"
 
 /* The tag of the internal read that keeps the wake eventfd armed; callers' tags are pointers with
  * low bits set, never this value. */
 #define WAKE_TAG UINT64_C(0)
+
+static const char *const io_mode_table[_IO_MODE_MAX] = {
+        [IO_MODE_AUTO] = "auto",
+        [IO_MODE_URING_REGISTERED] = "uring-registered",
+        [IO_MODE_URING] = "uring",
+        [IO_MODE_PREAD] = "pread",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(io_mode, IoMode, io_mode_table, _IO_MODE_MAX,
+                           _IO_MODE_INVALID)
 
 static void io_uring_free_probep(struct io_uring_probe **p)
 {
@@ -22,7 +33,7 @@ static void io_uring_free_probep(struct io_uring_probe **p)
 }
 
 struct IoRing {
-        EngineIoMode mode;
+        IoMode mode;
         bool uring;
         struct io_uring ring;
         bool registered;
@@ -54,13 +65,13 @@ static int uring_setup(IoRing *r, unsigned entries)
         return k;
 }
 
-int ioring_new(EngineIoMode mode, unsigned entries, const struct iovec *bufs, unsigned n_bufs, int wake_fd,
+int ioring_new(IoMode mode, unsigned entries, const struct iovec *bufs, unsigned n_bufs, int wake_fd,
                IoRing **ret)
 {
         IoRing *r;
         int k;
 
-        if (mode < 0 || mode >= _ENGINE_IO_MODE_MAX || wake_fd < 0)
+        if (mode < 0 || mode >= _IO_MODE_MAX || wake_fd < 0)
                 return -EINVAL;
 
         r = calloc(1, sizeof(*r));
@@ -68,30 +79,30 @@ int ioring_new(EngineIoMode mode, unsigned entries, const struct iovec *bufs, un
                 return -ENOMEM;
         r->wake_fd = wake_fd;
 
-        if (mode != ENGINE_IO_PREAD) {
+        if (mode != IO_MODE_PREAD) {
                 k = uring_setup(r, entries);
                 if (k < 0) {
                         /* io_uring_disabled, seccomp, or an old kernel: only AUTO may fall back. */
-                        if (mode != ENGINE_IO_AUTO) {
+                        if (mode != IO_MODE_AUTO) {
                                 free(r);
                                 return k;
                         }
-                        mode = ENGINE_IO_PREAD;
+                        mode = IO_MODE_PREAD;
                 } else {
                         r->uring = true;
-                        if (mode == ENGINE_IO_AUTO || mode == ENGINE_IO_URING_REGISTERED) {
+                        if (mode == IO_MODE_AUTO || mode == IO_MODE_URING_REGISTERED) {
                                 /* Refused when the pool exceeds RLIMIT_MEMLOCK without CAP_IPC_LOCK
                                  * (-ENOMEM), among others: plain READ still works. */
                                 k = io_uring_register_buffers(&r->ring, bufs, n_bufs);
                                 if (k >= 0)
                                         r->registered = true;
-                                else if (mode == ENGINE_IO_URING_REGISTERED) {
+                                else if (mode == IO_MODE_URING_REGISTERED) {
                                         io_uring_queue_exit(&r->ring);
                                         free(r);
                                         return k;
                                 }
                         }
-                        mode = r->registered ? ENGINE_IO_URING_REGISTERED : ENGINE_IO_URING;
+                        mode = r->registered ? IO_MODE_URING_REGISTERED : IO_MODE_URING;
                 }
         }
         r->mode = mode;
@@ -117,7 +128,7 @@ IoRing *ioring_free(IoRing *r)
         return NULL;
 }
 
-EngineIoMode ioring_get_mode(IoRing *r)
+IoMode ioring_get_mode(IoRing *r)
 {
         return r->mode;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fhash.h: names shared by fhashd, fhashctl and other clients: bus names, paths, interfaces, errors */
+/* fhash-dbus.h: names shared by fhashd, fhashctl and other clients: bus names, paths, interfaces, errors */
 #pragma once
 
 #define FHASH_BUS_NAME "org.fhash.Hasher1"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* hash.c: the algorithm table and one streaming context for OpenSSL, BLAKE3, XXH3 and CRC32C */
+/* hash.c: one streaming context for OpenSSL, BLAKE3, XXH3 and CRC32C */
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -9,31 +9,8 @@
 #include <blake3.h>
 #include <xxhash.h>
 
-#include "hash.h"
-#include "macro.h"
-
-typedef struct HashAlgoInfo {
-        const char *name;
-        size_t digest_size;
-        const char *evp_name; /* NULL: not an OpenSSL digest */
-} HashAlgoInfo;
-
-static const HashAlgoInfo hash_algo_info[_HASH_ALGO_MAX] = {
-        [HASH_SHA256] = { "sha256", 32, "SHA2-256" },
-        [HASH_SHA512] = { "sha512", 64, "SHA2-512" },
-        [HASH_SHA1] = { "sha1", 20, "SHA1" },
-        [HASH_MD5] = { "md5", 16, "MD5" },
-        [HASH_SHA3_256] = { "sha3-256", 32, "SHA3-256" },
-        [HASH_BLAKE2B] = { "blake2b", 64, "BLAKE2B-512" },
-        [HASH_BLAKE3] = { "blake3", BLAKE3_OUT_LEN, NULL },
-        [HASH_XXH3] = { "xxh3", 8, NULL },
-        [HASH_XXH128] = { "xxh128", 16, NULL },
-        [HASH_CRC32C] = { "crc32c", 4, NULL },
-};
-
-/* Kept in table order; a test checks it against hash_algo_to_string(). */
-static const char hash_algo_names[] =
-        "sha256, sha512, sha1, md5, sha3-256, blake2b, blake3, xxh3, xxh128, crc32c";
+#include "hash/hash.h"
+#include "basic/macro.h"
 
 /* Fetched once and shared read-only by every context: an implicit fetch inside each
  * EVP_DigestInit would take the provider store's lock and look the name up again for every file. */
@@ -49,35 +26,6 @@ struct HashCtx {
         blake3_hasher blake3;
 };
 
-const char *hash_algo_to_string(HashAlgo a)
-{
-        if (a < 0 || a >= _HASH_ALGO_MAX)
-                return NULL;
-        return hash_algo_info[a].name;
-}
-
-HashAlgo hash_algo_from_string(const char *s)
-{
-        if (!s)
-                return _HASH_ALGO_INVALID;
-        for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)
-                if (streq(hash_algo_info[a].name, s))
-                        return a;
-        return _HASH_ALGO_INVALID;
-}
-
-size_t hash_algo_digest_size(HashAlgo a)
-{
-        if (a < 0 || a >= _HASH_ALGO_MAX)
-                return 0;
-        return hash_algo_info[a].digest_size;
-}
-
-const char *hash_algo_list(void)
-{
-        return hash_algo_names;
-}
-
 static void hash_global_setup(void)
 {
         (void)hash_crc32c_impl();
@@ -85,8 +33,8 @@ static void hash_global_setup(void)
          * that algorithm fails, in hash_ctx_init(). The fetched digests live as long as the
          * process: contexts in every thread point at them. */
         for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)
-                if (hash_algo_info[a].evp_name)
-                        hash_evp_md[a] = EVP_MD_fetch(NULL, hash_algo_info[a].evp_name, NULL);
+                if (hash_algo_evp_name(a))
+                        hash_evp_md[a] = EVP_MD_fetch(NULL, hash_algo_evp_name(a), NULL);
 
         /* BLAKE3 detects CPU features lazily into an unsynchronised global on first use. Hash
          * enough input here, once, before any worker exists, so every later use only reads it
@@ -208,7 +156,7 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
 
         if (!c || !c->active || !ret_digest)
                 return -EINVAL;
-        size = hash_algo_info[c->algo].digest_size;
+        size = hash_algo_digest_size(c->algo);
 
         switch (c->algo) {
         case HASH_BLAKE3:

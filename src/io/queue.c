@@ -5,7 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "queue.h"
+#include "io/queue.h"
 
 int spsc_queue_init(SpscQueue *q, size_t capacity, size_t elem_size)
 {

@@ -3,8 +3,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "blake3-tree.h"
-#include "macro.h"
+#include "hash/blake3-tree.h"
+#include "basic/macro.h"
 
 /* BLAKE3's internal interface (compression functions, hash_many, IV, flags), from the directory
  * src/blake3/meson.build finds; its include path is a system one, so its unused static helpers do

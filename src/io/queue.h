@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 /*
  * Exactly one thread pushes and exactly one thread pops. The producer publishes an element with a

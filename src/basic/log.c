@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "basic/log.h"
 
 static int max_level = LOG_INFO;
 

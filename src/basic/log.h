@@ -4,7 +4,7 @@
 
 #include <syslog.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 /* Messages above this priority (numerically greater, i.e. less important) are dropped. */
 void log_set_max_level(int level);

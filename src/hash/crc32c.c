@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "hash.h"
-#include "macro.h"
+#include "hash/hash.h"
+#include "basic/macro.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

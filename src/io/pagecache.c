@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "macro.h"
-#include "pagecache.h"
+#include "basic/macro.h"
+#include "io/pagecache.h"
 
 #ifndef __NR_cachestat
 #define __NR_cachestat 451 /* the same number on every architecture (generic table since 6.5) */

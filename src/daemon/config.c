@@ -9,13 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h"
-#include "macro.h"
+#include "daemon/config.h"
+#include "basic/macro.h"
 
 typedef enum ConfigType {
         CONFIG_UNSIGNED, /* unsigned, decimal digits only */
         CONFIG_SIZE,     /* uint64_t, digits and an optional K/M/G/T suffix */
-        CONFIG_IO_MODE,  /* EngineIoMode */
+        CONFIG_IO_MODE,  /* IoMode */
 } ConfigType;
 
 typedef struct ConfigKey {
@@ -155,7 +155,7 @@ static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *
                         memcpy(field, def, sizeof(uint64_t));
                         break;
                 case CONFIG_IO_MODE:
-                        memcpy(field, def, sizeof(EngineIoMode));
+                        memcpy(field, def, sizeof(IoMode));
                         break;
                 }
                 return 0;
@@ -194,7 +194,7 @@ static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *
                 return 0;
 
         case CONFIG_IO_MODE: {
-                EngineIoMode m = engine_io_mode_from_string(value);
+                IoMode m = io_mode_from_string(value);
                 if (m < 0) {
                         *ret_reason = "invalid I/O mode (auto, uring-registered, uring, pread)";
                         return -EINVAL;

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 /*
  * File format
@@ -48,7 +48,7 @@ typedef struct FhashConfig {
         unsigned max_queued_files_per_uid;     /* MaxQueuedFilesPerUID: same for files, 0 = no cap */
         uint64_t max_bytes_in_flight_per_uid;  /* MaxBytesInFlightPerUID: 0 = unlimited */
         uint64_t max_file_size;                /* MaxFileSize: larger files fail, 0 = unlimited */
-        EngineIoMode io_mode;                  /* IOMode: auto, uring-registered, uring, pread */
+        IoMode io_mode;                  /* IOMode: auto, uring-registered, uring, pread */
 } FhashConfig;
 
 /* The built-in defaults; also documented, key by key, in systemd/fhashd.conf. */
@@ -65,7 +65,7 @@ typedef struct FhashConfig {
                 .max_queued_files_per_uid = 1000000,                                                       \
                 .max_bytes_in_flight_per_uid = 0,                                                          \
                 .max_file_size = 0,                                                                        \
-                .io_mode = ENGINE_IO_AUTO,                                                                 \
+                .io_mode = IO_MODE_AUTO,                                                                 \
         })
 
 /* Resets *c to FHASH_CONFIG_DEFAULTS. */

@@ -6,32 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum HashAlgo {
-        HASH_SHA256,
-        HASH_SHA512,
-        HASH_SHA1,
-        HASH_MD5,
-        HASH_SHA3_256,
-        HASH_BLAKE2B,
-        HASH_BLAKE3,
-        HASH_XXH3,
-        HASH_XXH128,
-        HASH_CRC32C,
-        _HASH_ALGO_MAX,
-        _HASH_ALGO_INVALID = -EINVAL,
-} HashAlgo;
-
-#define HASH_DIGEST_MAX 64
-#define HASH_HEX_MAX (HASH_DIGEST_MAX * 2 + 1)
-
-/* "sha256", "blake3", ...; NULL for an invalid value. */
-const char *hash_algo_to_string(HashAlgo a);
-/* Parses the names above; returns _HASH_ALGO_INVALID for anything else. */
-HashAlgo hash_algo_from_string(const char *s);
-/* Digest length in bytes (32 for sha256, 8 for xxh3, 4 for crc32c, ...). */
-size_t hash_algo_digest_size(HashAlgo a);
-/* Comma-separated list of all names, for usage errors. */
-const char *hash_algo_list(void);
+#include "hash/algo.h"
 
 /* Picks the CRC32C implementation (hardware or portable) and prefetches the OpenSSL digests once.
  * Safe to call more than once and from several threads; hash_ctx_new() calls it. */

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* bus.h: which bus fhashd and its clients meet on, and opening a connection to it */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+typedef enum BusKind {
+        BUS_KIND_SYSTEM,
+        BUS_KIND_USER,
+        BUS_KIND_ADDRESS,  /* --address, or DBUS_STARTER_ADDRESS when bus-activated on any bus */
+} BusKind;
+
+/* Opens a client connection to the bus of kind (address for BUS_KIND_ADDRESS), with fd passing
+ * negotiated and description set (may be NULL), and started. -errno as sd-bus gives it. */
+int bus_open(BusKind kind, const char *address, const char *description, sd_bus **ret);
+
+/* "system", "user" or "given": for messages. */
+const char *bus_kind_to_string(BusKind kind);
