@@ -107,7 +107,7 @@ int hash_params_check(HashAlgo a, const HashParams *p)
         if ((p->out_len != 0 && !(takes & HASH_PARAM_LENGTH)) || (p->keyed && !(takes & HASH_PARAM_KEY)) ||
             (p->context && !(takes & HASH_PARAM_CONTEXT)))
                 return -EOPNOTSUPP;
-        if (p->out_len > hash_algo_info[a].digest_max && p->out_len != 0)
+        if (p->out_len > hash_algo_info[a].digest_max)
                 return -ERANGE;
         if (p->keyed && p->context)
                 return -EINVAL;

@@ -42,7 +42,8 @@ typedef struct Blake3Merge {
 
 /* The mode that p asks for (NULL: plain hash), as blake3_hasher_init(), _init_keyed(p->key) or
  * _init_derive_key(p->context) would set it up; p->out_len is not part of the mode (it is the
- * finish's). Errors as hash_params_check(HASH_BLAKE3, p); *ret is set only on success. */
+ * finish's). Errors as hash_params_check(HASH_BLAKE3, p); *ret is set only on success. It hashes
+ * (derive-key hashes the context): call hash_global_init() before threads do it at once. */
 int blake3_mode_init(Blake3Mode *ret, const HashParams *p);
 /* Forgets the key words, in a way the compiler cannot drop. */
 void blake3_mode_wipe(Blake3Mode *m);

@@ -8,8 +8,10 @@
 
 #include "hash/algo.h"
 
-/* Picks the CRC32C implementation (hardware or portable) and prefetches the OpenSSL digests once.
- * Safe to call more than once and from several threads; hash_ctx_new() calls it. */
+/* Picks the CRC32C implementation (hardware or portable), prefetches the OpenSSL digests and lets
+ * BLAKE3 and libb2 pick their SIMD code, once. Safe to call more than once and from several
+ * threads; hash_ctx_new() calls it, and it must have run before threads hash on their own (the
+ * engine's workers do: their contexts come from hash_ctx_new()). */
 int hash_global_init(void);
 /* Name of the CRC32C implementation in use: "sse4.2", "portable", ... */
 const char *hash_crc32c_impl(void);
