@@ -116,6 +116,22 @@ static char *reference_digest(HashAlgo a, const char *path)
                 return th_run_first_word("xxhsum -H3 '%s' 2>/dev/null | sed 's/.* = //'", path);
         case HASH_XXH128:
                 return th_run_first_word("xxhsum -H128 '%s' 2>/dev/null", path);
+        case HASH_XXH32:
+                return th_run_first_word("xxhsum -H0 '%s' 2>/dev/null", path);
+        case HASH_XXH64:
+                return th_run_first_word("xxhsum -H1 '%s' 2>/dev/null", path);
+        case HASH_SHA224:
+                return th_run_first_word("sha224sum -- '%s'", path);
+        case HASH_SHA384:
+                return th_run_first_word("sha384sum -- '%s'", path);
+        case HASH_SHA3_384:
+                return th_run_first_word("openssl dgst -sha3-384 -r '%s'", path);
+        case HASH_SHA3_512:
+                return th_run_first_word("openssl dgst -sha3-512 -r '%s'", path);
+        case HASH_SM3:
+                return th_run_first_word("openssl dgst -sm3 -r '%s'", path);
+        case HASH_BLAKE2S:
+                return th_run_first_word("openssl dgst -blake2s256 -r '%s'", path);
         case HASH_CRC32C: {
                 _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
                 uint8_t buf[65536], d[4];

@@ -32,7 +32,8 @@ ERR_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 ERR_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
 ERR_PREFIX = "org.fhash.Hasher1.Error."
 
-ALGORITHMS = ["sha256", "sha512", "sha1", "md5", "sha3-256", "blake2b", "blake3", "xxh3", "xxh128", "crc32c"]
+ALGORITHMS = ["sha256", "sha512", "sha1", "md5", "sha3-256", "blake2b", "blake3", "xxh3", "xxh128", "crc32c",
+              "sha224", "sha384", "sha3-384", "sha3-512", "sm3", "blake2s", "xxh32", "xxh64"]
 
 
 def skip(msg):
@@ -332,6 +333,14 @@ REFERENCE_TOOLS = {
     "blake3": ["b3sum", "--no-names"],
     "xxh3": ["xxhsum", "-H3"],
     "xxh128": ["xxhsum", "-H2"],
+    "sha224": ["sha224sum"],
+    "sha384": ["sha384sum"],
+    "sha3-384": ["openssl", "dgst", "-sha3-384", "-r"],
+    "sha3-512": ["openssl", "dgst", "-sha3-512", "-r"],
+    "sm3": ["openssl", "dgst", "-sm3", "-r"],
+    "blake2s": ["openssl", "dgst", "-blake2s256", "-r"],
+    "xxh32": ["xxhsum", "-H0"],
+    "xxh64": ["xxhsum", "-H1"],
 }
 
 
