@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ioring.h: the I/O backend: io_uring (registered or plain buffers), or synchronous syscalls as fallback */
+/* ioring.h: the ring: io_uring (registered or plain buffers), or synchronous syscalls as fallback */
 #pragma once
 
 #include <errno.h>
@@ -13,7 +13,8 @@
  * One IoRing belongs to one thread, the one that created it (the ring is SINGLE_ISSUER). Operations
  * are prepared with a 64-bit tag and complete later with that tag and a result (>= 0 or -errno),
  * like io_uring CQEs. The synchronous backend runs each operation when it is prepared and queues its
- * completion, so the caller's state machine is the same in every mode.
+ * completion, so the caller's state machine is the same in every mode. Each backend is one file
+ * behind one ops table (ioring-internal.h): ioring-uring.c, ioring-sync.c.
  */
 typedef struct IoRing IoRing;
 
