@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "engine/file.h"
+#include "engine/sched.h"
 #include "io/ioring.h"
 #include "io/pool.h"
 #include "io/queue.h"
@@ -47,6 +48,8 @@ struct Worker {
 typedef struct JobInput {
         char *path;   /* NULL for fd inputs */
         int fd;
+        uint64_t cookie;
+        unsigned flags;  /* ENGINE_INPUT_* */
 } JobInput;
 
 struct EngineJob {
@@ -63,12 +66,19 @@ struct EngineJob {
         bool started;
         bool finished;       /* job_done delivered (or would have been) */
         bool orphaned;       /* the caller let go: deliver nothing more */
+        EngineJob *live_next, *live_prev;  /* the engine's jobs, so engine_free() can let go of them */
+        /* EngineJobOptions.ordered: results that came early, by input (allocated on the first). */
+        EngineFileResult **reorder;
+        size_t next_deliver;
 
         /* I/O thread side. */
         size_t next_input;   /* inputs before this one have a slot or a result */
-        bool in_active;      /* on the engine's list of jobs with inputs left to open */
+        bool in_active;      /* on its group's list of jobs with inputs left to open */
         bool cancel_seen;
         EngineJob *active_next;
+        ShareGroup *group;
+        unsigned n_open;     /* its files on the open list */
+        bool sched_active;   /* counted in group->n_active_jobs */
 
         /* Any thread. */
         _Atomic bool cancel_requested;
@@ -108,12 +118,16 @@ struct Engine {
         unsigned n_small;
         unsigned max_span;            /* slots one read may span: 1 unless the pool allows more */
 
+        /* File slots: max_open for files in turn, as many again for groups under their share when
+         * the first max_open are held (see "Fair share and stalls" in engine.h). */
         FileSlot *slots;
+        unsigned n_slots;
         FileSlot *free_slots;         /* I/O thread only */
         FileSlot *open_head, *open_tail;  /* slots in flight, I/O thread only */
         FileSlot *read_cursor;        /* round-robin position for issuing reads */
         unsigned n_open;              /* slots on the open list */
         unsigned open_cap;            /* lowered when the process runs out of fds */
+        unsigned n_zombies;           /* slots of stalled files whose result is out, waiting for the kernel */
         unsigned n_fds;               /* fds the open slots hold */
         FileSlot *deferred;           /* opens waiting for an fd to be freed */
 
@@ -128,7 +142,14 @@ struct Engine {
         Parker io_parker;
         bool dontcache_ok;
         bool linked;                  /* path inputs may use the linked chain (EngineOpenMode) */
-        EngineJob *active_head, *active_tail;  /* jobs with inputs left to open */
+        ShareGroup *groups;           /* every share group */
+        ShareGroup *wait_head, *wait_tail;  /* groups with jobs with inputs left to open, in turn */
+        unsigned n_wait_groups;
+        unsigned n_groups_open;       /* groups with files open */
+        unsigned n_active_groups;     /* groups with inputs left to open or files open */
+        uint64_t stall_timeout;
+        uint64_t now;                 /* CLOCK_MONOTONIC, once per turn of the loop */
+        uint64_t next_stall_check;
         int init_result;
         pthread_mutex_t init_lock;
         pthread_cond_t init_cond;
@@ -138,6 +159,8 @@ struct Engine {
         pthread_mutex_t control_lock;
         EngineJob **new_jobs;
         size_t n_new_jobs, n_new_jobs_alloc;
+        int *close_fds;               /* fds of unstarted jobs, closed through the ring */
+        size_t n_close_fds, n_close_fds_alloc;
         _Atomic bool control_pending;
         _Atomic bool cancel_pending;
         _Atomic bool shutdown;
@@ -150,6 +173,9 @@ struct Engine {
         size_t n_dispatching, dispatch_pos;
         size_t n_dispatching_alloc;
         int event_fd;
+
+        EngineJob *live_jobs;         /* consumer only */
+        bool io_gone;                 /* consumer only: the I/O thread ended, close fds directly */
 
         _Atomic uint64_t bytes_hashed;
         _Atomic uint64_t files_linked;   /* written by the I/O thread only */
@@ -176,6 +202,10 @@ void engine_file_release(Engine *e, FileSlot *f, Worker *from);
 /* sched.c: which inputs open next. */
 bool open_more(Engine *e);
 void handle_control(Engine *e);
+
+/* job.c */
+/* Closes fd through the ring (the consumer must not: a FUSE flush may block forever). */
+void engine_close_later(Engine *e, int fd);
 
 /* io-thread.c */
 void *io_main(void *arg);

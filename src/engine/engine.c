@@ -98,6 +98,8 @@ int engine_new(const EngineConfig *config, Engine **ret)
         e->n_buffers = cfg.buffers ? cfg.buffers : MAX((unsigned)DEFAULT_BUFFERS, 4 * e->n_workers);
         e->max_open = cfg.max_open ? cfg.max_open : DEFAULT_MAX_OPEN;
         e->open_cap = e->max_open;
+        e->n_slots = 2 * e->max_open;
+        e->stall_timeout = cfg.stall_timeout_usec ? cfg.stall_timeout_usec : ENGINE_STALL_TIMEOUT_DEFAULT;
 
         e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         e->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -116,7 +118,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
         if (k < 0)
                 goto fail;
         e->bufs = calloc(e->n_buffers + e->n_small, sizeof(Buffer));
-        e->slots = calloc(e->max_open, sizeof(FileSlot));
+        e->slots = calloc(e->n_slots, sizeof(FileSlot));
         e->workers = calloc(e->n_workers, sizeof(Worker));
         if (!e->bufs || !e->slots || !e->workers) {
                 k = -ENOMEM;
@@ -125,17 +127,20 @@ int engine_new(const EngineConfig *config, Engine **ret)
         for (unsigned i = 0; i < e->n_buffers + e->n_small; i++)
                 e->bufs[i] = (Buffer){ .data = pool_data(&e->pool, i), .slot = i, .index = (int)i, .span = 1,
                                        .small = pool_is_small(&e->pool, i) };
-        for (unsigned i = e->max_open; i-- > 0;) {
-                k = hash_ctx_new(&e->slots[i].ctx);
-                if (k < 0)
-                        goto fail;
+        /* Hash contexts for the first max_open slots now; the others' when first used. */
+        for (unsigned i = e->n_slots; i-- > 0;) {
+                if (i < e->max_open) {
+                        k = hash_ctx_new(&e->slots[i].ctx);
+                        if (k < 0)
+                                goto fail;
+                }
                 e->slots[i].fd = -EBADF;
                 slot_free(e, &e->slots[i]);
         }
 
         for (unsigned i = 0; i < e->n_workers; i++) {
                 k = worker_start(&e->workers[i], e, i, cfg.no_pin ? -1 : cpus[i % n_cpus],
-                                 (size_t)e->n_buffers + e->n_small + e->max_open + 1);
+                                 (size_t)e->n_buffers + e->n_small + e->n_slots + 1);
                 if (k < 0)
                         goto fail;
         }
@@ -178,6 +183,11 @@ Engine *engine_free(Engine *e)
         }
         for (unsigned i = 0; e->workers && i < e->n_workers; i++)
                 worker_stop(&e->workers[i]);
+        /* From here on the fds jobs still hold can only be closed here. */
+        e->io_gone = true;
+        for (size_t i = 0; i < e->n_close_fds; i++)
+                safe_close(e->close_fds[i]);
+        free(e->close_fds);
 
         /* Jobs queued but never seen by the I/O thread, and undelivered events, hold references. */
         for (size_t i = 0; i < e->n_new_jobs; i++)
@@ -197,9 +207,13 @@ Engine *engine_free(Engine *e)
                 }
         free(e->events);
         free(e->dispatching);
+        /* Jobs the caller still holds outlive the engine: they must not reach for it. */
+        for (EngineJob *j = e->live_jobs; j; j = j->live_next)
+                j->engine = NULL;
 
         ioring_free(e->ring);
-        for (unsigned i = 0; e->slots && i < e->max_open; i++)
+        sched_free_all(e);
+        for (unsigned i = 0; e->slots && i < e->n_slots; i++)
                 hash_ctx_free(e->slots[i].ctx);
         free(e->slots);
         free(e->bufs);

@@ -85,24 +85,21 @@ void post_result(Engine *e, EngineJob *j, const EngineFileResult *r)
 
 void post_simple(Engine *e, EngineJob *j, size_t input, EngineFileStatus st, int error)
 {
-        post_result(e, j, &(EngineFileResult){ .index = input, .status = st, .error = st == ENGINE_FILE_ERROR ? error : 0 });
+        post_result(e, j, &(EngineFileResult){ .index = input, .status = st, .error = st == ENGINE_FILE_ERROR ? error : 0,
+                                               .cookie = j->inputs[input].cookie });
 }
 
-/* Called by whichever side lets go of a file last: publishes its result, recycles the slot. */
+/* Called by whichever side lets go of a file last: publishes its result (unless a stall did),
+ * recycles the slot. */
 void engine_file_release(Engine *e, FileSlot *f, Worker *from)
 {
+        EngineFileResult r;
+
         if (atomic_fetch_sub_explicit(&f->parts, 1, memory_order_acq_rel) != 1)
                 return;
 
-        EngineFileResult r = {
-                .index = f->input,
-                .status = f->status,
-                .error = f->status == ENGINE_FILE_ERROR ? f->error : 0,
-                .size = f->read_bytes,
-                .strategy = f->strategy,
-                .parallel = f->parallel,
-        };
-
+        if (!f->posted)
+                file_result(f, &r);
         /* Both sides are done with the mapping: the worker hashed its last window. */
         if (f->map) {
                 (void)munmap(f->map, f->map_len);
@@ -110,26 +107,8 @@ void engine_file_release(Engine *e, FileSlot *f, Worker *from)
         }
         free(f->merge);
         f->merge = NULL;
-        if (f->map_fault && r.status == ENGINE_FILE_OK)
-                r.status = ENGINE_FILE_CHANGED; /* shrank under the mapping (SIGBUS) */
-        if (f->stat_ok) {
-                r.size_before = f->stx.stx_size;
-                r.mtime_before_nsec = stx_mtime_nsec(&f->stx);
-        }
-        if (f->stat_after_ok) {
-                r.size_after = f->stx_after.stx_size;
-                r.mtime_after_nsec = stx_mtime_nsec(&f->stx_after);
-        }
-        if (r.status == ENGINE_FILE_OK) {
-                if (f->digest_size == 0)
-                        r.status = ENGINE_FILE_CANCELLED; /* the worker skipped it: job cancelled */
-                else {
-                        r.digest_size = f->digest_size;
-                        memcpy(r.digest, f->digest, f->digest_size);
-                        r.size = f->hashed;
-                }
-        }
-        post_result(e, f->job, &r);
+        if (!f->posted)
+                post_result(e, f->job, &r);
 
         if (from) {
                 /* The slot belongs to the I/O thread's free list: send it home. */
@@ -141,6 +120,39 @@ void engine_file_release(Engine *e, FileSlot *f, Worker *from)
                 slot_free(e, f);
 }
 
+static void deliver_file(EngineJob *j, const EngineFileResult *r)
+{
+        if (!j->orphaned && j->callbacks.file_done)
+                j->callbacks.file_done(j, r, j->userdata);
+}
+
+/* EngineJobOptions.ordered: a result is delivered when every earlier input's was; one that comes
+ * early waits in j->reorder. Every result is posted before the job's end, so the last one to come
+ * in delivers all that wait. Without memory to hold one, it goes out of turn rather than lost. */
+static void deliver_ordered(EngineJob *j, const EngineFileResult *r)
+{
+        if (r->index != j->next_deliver) {
+                EngineFileResult *copy;
+                if (!j->reorder)
+                        j->reorder = calloc(j->n_inputs, sizeof(EngineFileResult *));
+                copy = j->reorder ? malloc(sizeof(*copy)) : NULL;
+                if (!copy) {
+                        deliver_file(j, r);
+                        return;
+                }
+                *copy = *r;
+                j->reorder[r->index] = copy;
+                return;
+        }
+        deliver_file(j, r);
+        j->next_deliver++;
+        while (j->reorder && j->next_deliver < j->n_inputs && j->reorder[j->next_deliver]) {
+                EngineFileResult *next = TAKE_PTR(j->reorder[j->next_deliver]);
+                j->next_deliver++;
+                deliver_file(j, next);
+                free(next);
+        }
+}
 
 int engine_dispatch(Engine *e)
 {
@@ -175,8 +187,10 @@ int engine_dispatch(Engine *e)
 
                 done++;
                 if (ev->type == EVENT_FILE) {
-                        if (!j->orphaned && j->callbacks.file_done)
-                                j->callbacks.file_done(j, &ev->file, j->userdata);
+                        if (j->options.ordered)
+                                deliver_ordered(j, &ev->file);
+                        else
+                                deliver_file(j, &ev->file);
                         continue;
                 }
                 j->finished = true;

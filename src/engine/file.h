@@ -12,6 +12,7 @@
 typedef struct Engine Engine;
 typedef struct Worker Worker;
 typedef struct FileSlot FileSlot;
+typedef struct ShareGroup ShareGroup;
 
 /*
  * Ownership of a buffer slot: exactly one of POOL (on the I/O thread's free list), RING (a read is
@@ -26,7 +27,8 @@ typedef enum BufOwner {
 } BufOwner;
 
 typedef struct Buffer {
-        uint8_t *data;          /* the pool slot */
+        /* 16-aligned, like FileSlot: completion tags keep the operation in the low 4 bits. */
+        _Alignas(16) uint8_t *data;  /* the pool slot */
         const uint8_t *view;    /* what the worker hashes: data, or a window of the file's mapping */
         bool mapped;            /* view is in a file mapping: no read, hashed under mapguard */
         bool piece;             /* a BLAKE3 piece: the worker writes its subtree CV to cv */
@@ -49,6 +51,7 @@ typedef struct Buffer {
         bool direct_read;       /* ... issued while the fd was O_DIRECT */
         bool done;              /* full, or ended by EOF */
         struct Buffer *next;    /* the file's FIFO in issue order, or a list of hashed pieces */
+        ShareGroup *group;      /* charged for this buffer while it is out of the pool, or NULL */
 } Buffer;
 
 typedef enum FileState {
@@ -68,7 +71,7 @@ typedef enum FileState {
  * publishes the result (acq_rel makes the other side's fields visible) and gives the slot back.
  */
 struct FileSlot {
-        EngineJob *job;
+        _Alignas(16) EngineJob *job;  /* NULL once the result is posted early (a stalled file) */
         size_t input;               /* index in the job */
         HashAlgo algo;
         FileState state;
@@ -123,11 +126,28 @@ struct FileSlot {
         bool reopen;                /* openat hit EMFILE/ENFILE: retry when one of ours closes */
         FileSlot *deferred_next;
 
+        /* Fair share and stalls (sched.c). */
+        ShareGroup *group;
+        bool charged;               /* counted in its group's and job's open files */
+        bool borrowed;              /* ... opened beyond open_cap, under its share */
+        uint64_t progress_usec;     /* when an operation of the file last completed (or it started) */
+        bool stalled;               /* no progress for the stall timeout: cancelled, ends -ETIMEDOUT */
+        bool posted;                /* result posted already; the slot waits for the kernel */
+        bool zombie;                /* ... and is off the open list, charged to nobody */
+
+        bool untrusted;             /* ENGINE_INPUT_UNTRUSTED_FS: statx through the ring, no mmap/O_DIRECT */
+        bool pollable;              /* a pipe, socket or character device: poll before each read */
+        bool polling;               /* ... a poll is in flight */
+        bool poll_ready;            /* ... it fired: the next read may take a buffer */
+        bool caller_direct;         /* an fd the caller opened O_DIRECT: aligned reads, never cleared */
+        bool pseudo;                /* sysfs, procfs & co.: st_size says nothing, EOF ends the file */
+
         FileSlot *next;             /* free list, or the open list */
         FileSlot *prev;
 };
 
-/* Completion tags: a pointer with the operation in its low 3 bits (slots and buffers are 8-aligned). */
+/* Completion tags: a pointer with the operation in its low 4 bits (slots and buffers are 16-aligned,
+ * the Engine comes from calloc(): 16-aligned too). */
 enum {
         OP_OPEN = 1,
         OP_READ = 2,
@@ -136,10 +156,16 @@ enum {
         OP_CANCEL = 5,
         OP_LINK_OPEN = 6,   /* the open of a linked chain (its read is OP_READ on the buffer) */
         OP_LINK_CLOSE = 7,  /* the close of a linked chain, or of its slot afterwards */
+        OP_STATX = 8,       /* statx through the ring, for files on untrusted file systems */
+        OP_POLL = 9,        /* a stream waits for data before it takes a buffer */
+        OP_CLOSE_ANON = 10, /* a close that no file waits for (the pointer is the Engine) */
 };
 #define TAG(p, op) ((uint64_t)(uintptr_t)(p) | (op))
-#define TAG_OP(t) ((unsigned)((t)&7))
-#define TAG_PTR(t) ((void *)(uintptr_t)((t) & ~UINT64_C(7)))
+#define TAG_OP(t) ((unsigned)((t)&15))
+#define TAG_PTR(t) ((void *)(uintptr_t)((t) & ~UINT64_C(15)))
+
+/* What statx is asked for, before and after reading: the change check compares all of it. */
+#define FILE_STATX_MASK (STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO | STATX_NLINK)
 
 static inline int64_t stx_mtime_nsec(const struct statx *s)
 {
@@ -152,6 +178,11 @@ void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error);
 void file_finish_io(Engine *e, FileSlot *f);
 void file_dispatch_ready(Engine *e, FileSlot *f);
 void file_drop_idle_buffers(Engine *e, FileSlot *f);
+void file_close(Engine *e, FileSlot *f);
+void file_check_change(FileSlot *f);
+void file_stall(Engine *e, FileSlot *f);
+void file_try_detach(Engine *e, FileSlot *f);
+void file_result(const FileSlot *f, EngineFileResult *ret);
 void slot_free(Engine *e, FileSlot *f);
 
 /* open.c: the open stage. */
@@ -160,6 +191,10 @@ void file_start(Engine *e, FileSlot *f);
 void file_opened(Engine *e, FileSlot *f);
 int file_stat(int fd, struct statx *stx);
 void open_done(Engine *e, FileSlot *f, int res);
+void statx_done(Engine *e, FileSlot *f, int res);
+void poll_done(Engine *e, FileSlot *f, int res);
+void stream_arm(Engine *e, FileSlot *f);
+void close_anon(Engine *e, int fd);
 void close_done(Engine *e);
 void file_op_done(Engine *e, FileSlot *f);
 void open_list_add(Engine *e, FileSlot *f);
@@ -168,9 +203,9 @@ void deferred_remove(Engine *e, FileSlot *f);
 
 /* read.c: read requests into pool buffers. */
 void buffer_put(Engine *e, Buffer *b);
-Buffer *buffer_take(Engine *e, unsigned slot);
-Buffer *buffer_get(Engine *e);
-Buffer *buffer_get_for(Engine *e, const FileSlot *f, uint64_t fits);
+Buffer *buffer_take(Engine *e, FileSlot *f, unsigned slot);
+Buffer *buffer_get(Engine *e, FileSlot *f);
+Buffer *buffer_get_for(Engine *e, FileSlot *f, uint64_t fits);
 void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b);
 void file_issue_read(Engine *e, FileSlot *f, Buffer *b);
 void span_split(Engine *e, Buffer *b);

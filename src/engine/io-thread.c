@@ -7,18 +7,24 @@
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
+#include "basic/time-util.h"
 
 static void handle_completion(Engine *e, const IoCompletion *c)
 {
         unsigned op = TAG_OP(c->tag);
 
+        if (op == OP_CLOSE_ANON)
+                return; /* nobody waits for it (see close_anon()) */
         if (op == OP_READ) {
-                read_completion(e, TAG_PTR(c->tag), c->res);
+                Buffer *b = TAG_PTR(c->tag);
+                b->file->progress_usec = e->now;
+                read_completion(e, b, c->res);
                 return;
         }
 
         FileSlot *f = TAG_PTR(c->tag);
         f->ops--;
+        f->progress_usec = e->now;
 
         switch (op) {
         case OP_OPEN:
@@ -36,10 +42,39 @@ static void handle_completion(Engine *e, const IoCompletion *c)
         case OP_CLOSE:
                 close_done(e);
                 break;
+        case OP_STATX:
+                statx_done(e, f, c->res);
+                break;
+        case OP_POLL:
+                poll_done(e, f, c->res);
+                break;
         default:
                 abort();
         }
         file_op_done(e, f);
+}
+
+/* How often files are checked for stalls: a quarter of the timeout, within [10 ms, 1 s]. */
+static uint64_t stall_interval(const Engine *e)
+{
+        return MIN(MAX(e->stall_timeout / 4, (uint64_t)10000), (uint64_t)1000000);
+}
+
+/* Files with an operation in flight that has not come back for the stall timeout end (file_stall());
+ * stalled ones whose worker has let go since are detached. Waiting for a buffer or for the worker
+ * is not a stall: only files with operations in flight are looked at. */
+static void check_stalls(Engine *e)
+{
+        e->next_stall_check = e->now + stall_interval(e);
+        if (e->stall_timeout == UINT64_MAX)
+                return;
+        for (FileSlot *f = e->open_head, *next; f; f = next) {
+                next = f->next;
+                if (f->stalled)
+                        file_try_detach(e, f);
+                else if (f->ops > 0 && e->now - f->progress_usec >= e->stall_timeout)
+                        file_stall(e, f);
+        }
 }
 
 static bool drain_returns(Engine *e)
@@ -71,7 +106,26 @@ static bool returns_pending(Engine *e)
 
 static bool io_idle(Engine *e)
 {
-        return !e->open_head && !e->active_head && ioring_in_flight(e->ring) == 0;
+        return !e->open_head && !e->wait_head && ioring_in_flight(e->ring) == 0;
+}
+
+/* Shutting down: every file is cancelled. Wait for everything to come back, but not forever for
+ * zombies (stalled files whose operation the kernel does not end): their memory goes with the
+ * engine, and the ring's teardown ends what is left. */
+static bool io_may_exit(Engine *e, uint64_t *deadline)
+{
+        if (e->open_head || e->wait_head)
+                return false;
+        if (*deadline == 0)
+                *deadline = e->now + 1000000;
+        if (e->n_zombies > 0 && e->now >= *deadline)
+                return true;
+        if (!io_idle(e) || e->pool.n_free != e->n_buffers || e->pool.n_small_free != e->n_small)
+                return false;
+        for (unsigned i = 0; i < e->n_slots; i++)
+                if (e->slots[i].state != FILE_FREE)
+                        return false;
+        return true;
 }
 
 static int io_setup(Engine *e)
@@ -102,7 +156,7 @@ static int io_setup(Engine *e)
         /* One direct slot per file slot, probed once here. Refused without io_uring, before 5.19, or
          * when max_open exceeds RLIMIT_NOFILE: then every path is opened the classic way. */
         if (e->config.open_mode == ENGINE_OPEN_LINKED)
-                e->linked = ioring_enable_direct(e->ring, e->max_open) >= 0;
+                e->linked = ioring_enable_direct(e->ring, e->n_slots) >= 0;
         for (unsigned i = 0; one && i < e->n_buffers + e->n_small; i++)
                 e->bufs[i].index = 0;
 
@@ -131,21 +185,18 @@ void *io_main(void *arg)
         if (k < 0)
                 return NULL;
 
+        uint64_t exit_deadline = 0;
         for (;;) {
                 bool busy = false;
 
+                e->now = now_usec();
                 busy |= drain_returns(e);
                 if (atomic_load_explicit(&e->control_pending, memory_order_acquire))
                         handle_control(e);
-                if (atomic_load(&e->shutdown) && io_idle(e) && e->pool.n_free == e->n_buffers &&
-                    e->pool.n_small_free == e->n_small) {
-                        bool all_slots = true;
-                        for (unsigned i = 0; i < e->max_open; i++)
-                                if (e->slots[i].state != FILE_FREE)
-                                        all_slots = false;
-                        if (all_slots)
-                                break;
-                }
+                if (atomic_load(&e->shutdown) && io_may_exit(e, &exit_deadline))
+                        break;
+                if (e->now >= e->next_stall_check)
+                        check_stalls(e);
                 busy |= open_more(e);
                 busy |= issue_reads(e);
 
@@ -161,13 +212,16 @@ void *io_main(void *arg)
                         continue;
 
                 /* Nothing to do: announce that we sleep, look once more, then wait for a completion
-                 * or a wake-up (a worker returning a buffer, a new job, a cancel). */
+                 * or a wake-up (a worker returning a buffer, a new job, a cancel), or until the next
+                 * stall check while files wait for the kernel. */
                 parker_prepare(&e->io_parker);
                 if (returns_pending(e) || atomic_load(&e->control_pending)) {
                         parker_cancel(&e->io_parker);
                         continue;
                 }
-                (void)ioring_submit(e->ring, true);
+                bool timed = (e->open_head && e->stall_timeout != UINT64_MAX) || e->n_zombies > 0 ||
+                             atomic_load(&e->shutdown);
+                (void)ioring_wait(e->ring, timed ? stall_interval(e) : UINT64_MAX);
                 parker_cancel(&e->io_parker);
         }
         return NULL;

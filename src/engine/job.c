@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
@@ -22,6 +23,10 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
         j->algo = algo;
         if (options)
                 j->options = *options;
+        j->live_next = e->live_jobs;
+        if (e->live_jobs)
+                e->live_jobs->live_prev = j;
+        e->live_jobs = j;
         *ret = j;
         return 0;
 }
@@ -33,11 +38,54 @@ EngineJob *engine_job_ref(EngineJob *j)
         return j;
 }
 
+void engine_close_later(Engine *e, int fd)
+{
+        int *p;
+
+        pthread_mutex_lock(&e->control_lock);
+        if (e->n_close_fds == e->n_close_fds_alloc) {
+                size_t n = e->n_close_fds_alloc ? e->n_close_fds_alloc * 2 : 16;
+                p = realloc(e->close_fds, n * sizeof(int));
+                if (!p) {
+                        pthread_mutex_unlock(&e->control_lock);
+                        (void)close(fd); /* no memory to queue it: the only way left */
+                        return;
+                }
+                e->close_fds = p;
+                e->n_close_fds_alloc = n;
+        }
+        e->close_fds[e->n_close_fds++] = fd;
+        pthread_mutex_unlock(&e->control_lock);
+        atomic_store_explicit(&e->control_pending, true, memory_order_release);
+        io_wake(e);
+}
+
+/* The fds of inputs never opened (a job never started) go to the I/O thread to be closed through
+ * the ring; once the engine is gone there is nobody to hand them to. */
 static void job_free(EngineJob *j)
 {
+        Engine *e = j->engine;
+
         for (size_t i = 0; i < j->n_inputs; i++) {
                 free(j->inputs[i].path);
-                safe_close(j->inputs[i].fd);
+                if (j->inputs[i].fd < 0)
+                        continue;
+                if (e && !e->io_gone)
+                        engine_close_later(e, j->inputs[i].fd);
+                else
+                        (void)close(j->inputs[i].fd);
+        }
+        if (j->reorder)
+                for (size_t i = j->next_deliver; i < j->n_inputs; i++)
+                        free(j->reorder[i]);
+        free(j->reorder);
+        if (e) {
+                if (j->live_prev)
+                        j->live_prev->live_next = j->live_next;
+                else
+                        e->live_jobs = j->live_next;
+                if (j->live_next)
+                        j->live_next->live_prev = j->live_prev;
         }
         free(j->inputs);
         free(j);
@@ -76,27 +124,38 @@ static int job_add_input(EngineJob *j, const JobInput *in)
         return (int)j->n_inputs++;
 }
 
-int engine_job_add_path(EngineJob *j, const char *path)
+int engine_job_add_input(EngineJob *j, const EngineInput *in)
 {
-        char *p;
+        char *p = NULL;
         int k;
 
-        if (!path || !*path)
+        if (!in)
                 return -EINVAL;
-        p = strdup(path);
-        if (!p)
-                return -ENOMEM;
-        k = job_add_input(j, &(JobInput){ .path = p, .fd = -EBADF });
+        if (in->path) {
+                if (!*in->path)
+                        return -EINVAL;
+                p = strdup(in->path);
+                if (!p)
+                        return -ENOMEM;
+        } else if (in->fd < 0)
+                return -EBADF;
+        k = job_add_input(j, &(JobInput){ .path = p, .fd = p ? -EBADF : in->fd, .cookie = in->cookie,
+                                          .flags = in->flags });
         if (k < 0)
                 free(p);
         return k;
 }
 
+int engine_job_add_path(EngineJob *j, const char *path)
+{
+        if (!path)
+                return -EINVAL;
+        return engine_job_add_input(j, &(EngineInput){ .path = path, .cookie = j->n_inputs });
+}
+
 int engine_job_add_fd(EngineJob *j, int fd)
 {
-        if (fd < 0)
-                return -EBADF;
-        return job_add_input(j, &(JobInput){ .fd = fd });
+        return engine_job_add_input(j, &(EngineInput){ .fd = fd, .cookie = j->n_inputs });
 }
 
 int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata)

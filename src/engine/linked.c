@@ -76,10 +76,11 @@ Buffer *linked_start(Engine *e, FileSlot *f)
                 e->config.test_linked_hook(f->job->inputs[f->input].path, e->config.test_linked_userdata);
         /* Ask for the whole slot: a file that grew since the statx shows as more bytes than its size. */
         *b = (Buffer){ .data = b->data, .view = b->data, .index = b->index, .slot = b->slot, .span = 1,
-                       .small = b->small, .owner = BUF_RING, .file = f,
+                       .small = b->small, .owner = BUF_RING, .file = f, .group = b->group,
                        .want = (uint32_t)(b->small ? e->small_size : e->buffer_size), .in_flight = true };
         f->fifo_head = f->fifo_tail = b;
         f->reads_in_flight = 1;
+        f->progress_usec = e->now;
         /* O_CLOEXEC is for fds: the kernel refuses it (EINVAL) on an open into a direct slot. */
         ioring_open_read_close(e->ring, f->job->inputs[f->input].path, job_open_flags(f->job) & ~O_CLOEXEC,
                                slot_index(e, f),

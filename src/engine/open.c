@@ -2,8 +2,8 @@
 /* open.c: the open stage: a path opened through the ring (or an fd taken over), statx of the fd, the
  * type decides how it is read; running out of fds waits for ours to close */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
@@ -36,8 +36,11 @@ void deferred_remove(Engine *e, FileSlot *f)
         f->reopen = false;
 }
 
+/* Takes f off the open list, and off its group's and job's count (a zombie is off both already). */
 void open_list_remove(Engine *e, FileSlot *f)
 {
+        if (f->zombie)
+                return;
         if (e->read_cursor == f)
                 e->read_cursor = f->next;
         if (f->prev)
@@ -50,6 +53,7 @@ void open_list_remove(Engine *e, FileSlot *f)
                 e->open_tail = f->prev;
         f->next = f->prev = NULL;
         e->n_open--;
+        sched_uncharge_file(e, f);
 }
 
 /*
@@ -60,7 +64,33 @@ void open_list_remove(Engine *e, FileSlot *f)
  */
 int file_stat(int fd, struct statx *stx)
 {
-        return RET_NERRNO(statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_INO, stx));
+        return RET_NERRNO(statx(fd, "", AT_EMPTY_PATH, FILE_STATX_MASK, stx));
+}
+
+/* The statx of a fresh fd: here, or through the ring for an untrusted file system (then
+ * file_opened() runs when it is back). */
+static void file_stat_opened(Engine *e, FileSlot *f)
+{
+        if (f->untrusted) {
+                ioring_statx(e->ring, f->fd, FILE_STATX_MASK, &f->stx, TAG(f, OP_STATX));
+                f->ops++;
+                return;
+        }
+        int k = file_stat(f->fd, &f->stx);
+        if (k < 0)
+                file_set_error(f, ENGINE_FILE_ERROR, k);
+        else
+                f->stat_ok = true;
+}
+
+/* A close that no file waits for: fds of inputs never opened, of opens that came back after a
+ * cancel. Through the ring, never here: closing the last fd of a FUSE file sends FLUSH, which a
+ * hung server never answers. */
+void close_anon(Engine *e, int fd)
+{
+        ioring_close(e->ring, fd, TAG(e, OP_CLOSE_ANON));
+        /* Now, before any result that follows is posted: whoever gets it may count its fds. */
+        (void)ioring_submit(e->ring, false);
 }
 
 /* Starts f, just given its input: a path into the linked chain or an openat, an fd to its statx. */
@@ -69,7 +99,9 @@ void file_start(Engine *e, FileSlot *f)
         EngineJob *j = f->job;
         JobInput *in = &j->inputs[f->input];
 
-        if (in->path && e->linked && path_stat(in->path, &f->stx) >= 0 && linked_eligible(e, j, &f->stx)) {
+        f->untrusted = in->flags & ENGINE_INPUT_UNTRUSTED_FS;
+        if (in->path && e->linked && !f->untrusted && path_stat(in->path, &f->stx) >= 0 &&
+            linked_eligible(e, j, &f->stx)) {
                 /* The chain starts from issue_reads() when a pool slot is free. */
                 f->linked = true;
                 f->stat_ok = true;
@@ -83,12 +115,9 @@ void file_start(Engine *e, FileSlot *f)
                 f->fd = TAKE_FD(in->fd);
                 f->fd_input = true;
                 e->n_fds++;
-                int k = file_stat(f->fd, &f->stx);
-                if (k < 0)
-                        file_set_error(f, ENGINE_FILE_ERROR, k);
-                else
-                        f->stat_ok = true;
-                file_opened(e, f);
+                file_stat_opened(e, f);
+                if (f->ops == 0)
+                        file_opened(e, f);
         }
 }
 
@@ -134,17 +163,58 @@ void file_opened(Engine *e, FileSlot *f)
                         file_finish_io(e, f);
                         return;
                 }
+                if (f->fd_input) {
+                        /* The caller's O_DIRECT stays theirs: read it with aligned requests. */
+                        int fl = fcntl(f->fd, F_GETFL);
+                        f->caller_direct = fl >= 0 && (fl & O_DIRECT);
+                }
                 file_choose_strategy(e, f);
                 file_choose_parallel(e, f);
         } else {
                 /* Empty regular files (and procfs-style files that report 0), pipes, sockets, char
-                 * and block devices: read until EOF. Regular files and block devices keep offsets. */
+                 * and block devices: read until EOF. Regular files and block devices keep offsets.
+                 * Pipes, sockets and character devices wait for data in a poll, not in a read that
+                 * would hold a buffer. */
                 f->stream = true;
                 f->seekable = S_ISREG(m) || S_ISBLK(m);
+                f->pollable = S_ISFIFO(m) || S_ISSOCK(m) || S_ISCHR(m);
                 f->check_change = S_ISREG(m) && !f->job->options.no_change_check;
+                stream_arm(e, f);
         }
 }
 
+/* A stream with no read in flight that wants more: a poll first (see file_opened()). */
+void stream_arm(Engine *e, FileSlot *f)
+{
+        if (!f->pollable || f->state != FILE_READING || f->eof || f->reads_in_flight > 0 || f->polling ||
+            f->poll_ready)
+                return;
+        if (f->ops == 0)
+                f->progress_usec = e->now;
+        ioring_poll(e->ring, f->fd, POLLIN, TAG(f, OP_POLL));
+        f->polling = true;
+        f->ops++;
+}
+
+void poll_done(Engine *e, FileSlot *f, int res)
+{
+        f->polling = false;
+        /* Data, EOF (POLLHUP) or an error: the read tells which. */
+        if (f->state == FILE_READING)
+                f->poll_ready = true;
+}
+
+/* A statx through the ring came back: the one after opening, or the one after reading. */
+void statx_done(Engine *e, FileSlot *f, int res)
+{
+        if (f->state == FILE_CLOSING) {
+                f->stat_after_ok = res >= 0;
+                file_check_change(f);
+        } else if (res < 0)
+                file_set_error(f, res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, res);
+        else
+                f->stat_ok = true;
+}
 
 void open_done(Engine *e, FileSlot *f, int res)
 {
@@ -152,13 +222,9 @@ void open_done(Engine *e, FileSlot *f, int res)
                 if (f->state == FILE_OPENING && f->status == ENGINE_FILE_OK) {
                         f->fd = res;
                         e->n_fds++;
-                        int k = file_stat(f->fd, &f->stx);
-                        if (k < 0)
-                                file_set_error(f, ENGINE_FILE_ERROR, k);
-                        else
-                                f->stat_ok = true;
+                        file_stat_opened(e, f);
                 } else
-                        (void)close(res); /* cancelled meanwhile */
+                        close_anon(e, res); /* cancelled meanwhile */
         } else if ((res == -EMFILE || res == -ENFILE) && e->n_fds > 0 && f->state == FILE_OPENING) {
                 /* Out of fds, but some are ours and will be closed: queue this open until one is,
                  * and open fewer files at once from now on. */
@@ -199,6 +265,8 @@ void file_op_done(Engine *e, FileSlot *f)
                 e->deferred = f;
         } else if (f->state == FILE_OPENING)
                 file_opened(e, f);
+        else if (f->state == FILE_CLOSING && f->fd >= 0)
+                file_close(e, f); /* the statx after reading is back */
         else if (f->state == FILE_CLOSING) {
                 f->state = FILE_IO_DONE;
                 open_list_remove(e, f);

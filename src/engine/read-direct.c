@@ -66,8 +66,8 @@ static Buffer *direct_start(Engine *e, FileSlot *f)
                  * back form a whole run (they come back in file order, so they do). */
                 if (n == 0 || (n < want && f->reads_in_flight > 0))
                         return NULL;
-                b = buffer_take(e, first);
-        } else if (!(b = buffer_get(e)))
+                b = buffer_take(e, f, first);
+        } else if (!(b = buffer_get(e, f)))
                 return NULL;
 
         file_queue_buffer(e, f, b);
@@ -75,7 +75,7 @@ static Buffer *direct_start(Engine *e, FileSlot *f)
                 /* One read fills slots first..first+n-1, adjacent in memory: the leader b asks for all
                  * of it; the followers wait in the FIFO, marked in flight, until span_split(). */
                 for (unsigned i = 1; i < n; i++) {
-                        Buffer *x = buffer_take(e, first + i);
+                        Buffer *x = buffer_take(e, f, first + i);
                         file_queue_buffer(e, f, x);
                         x->in_flight = true;
                 }
@@ -95,6 +95,8 @@ static Buffer *direct_start(Engine *e, FileSlot *f)
  * before the switch come back the same way and are simply issued again. */
 bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b)
 {
+        if (f->caller_direct)
+                return false; /* the caller's open file description: never changed, so an error */
         if (f->strategy == ENGINE_READ_DIRECT) {
                 int fl = fcntl(f->fd, F_GETFL);
                 if (fl >= 0 && fcntl(f->fd, F_SETFL, fl & ~O_DIRECT) >= 0) {

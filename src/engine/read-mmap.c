@@ -28,7 +28,7 @@ static bool mmap_setup(Engine *e, FileSlot *f)
  * much of the file is queued at the workers. */
 static Buffer *mmap_start(Engine *e, FileSlot *f)
 {
-        Buffer *b = buffer_get(e);
+        Buffer *b = buffer_get(e, f);
 
         if (!b)
                 return NULL;

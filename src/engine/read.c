@@ -2,6 +2,12 @@
 /* read.c: read requests: pool buffers for a file's next bytes, issued through the ring, completed,
  * resumed when short, and handed on in file order */
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
+
+#ifndef CONFIGFS_MAGIC
+#define CONFIGFS_MAGIC 0x62656570 /* not in linux/magic.h */
+#endif
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
@@ -12,44 +18,50 @@ void buffer_put(Engine *e, Buffer *b)
         b->file = NULL;
         b->next = NULL;
         b->span = 1;
+        if (b->group) {
+                sched_uncharge_buffer(e, b->group);
+                b->group = NULL;
+        }
         pool_put(&e->pool, b->slot);
 }
 
-/* A slot off the pool, now the ring's, for one read. */
-static Buffer *buffer_claim(Engine *e, unsigned slot)
+/* A slot off the pool, now the ring's, for one read of f, charged to f's group. */
+static Buffer *buffer_claim(Engine *e, FileSlot *f, unsigned slot)
 {
         Buffer *b = &e->bufs[slot];
 
         b->next = NULL;
         b->owner = BUF_RING;
         b->span = 1;
+        b->group = f->group;
+        sched_charge_buffer(e, b->group);
         return b;
 }
 
-Buffer *buffer_take(Engine *e, unsigned slot)
+Buffer *buffer_take(Engine *e, FileSlot *f, unsigned slot)
 {
         pool_take(&e->pool, slot);
-        return buffer_claim(e, slot);
+        return buffer_claim(e, f, slot);
 }
 
 /* The free slot with the lowest position: slots that went back a moment ago are reused first. */
-Buffer *buffer_get(Engine *e)
+Buffer *buffer_get(Engine *e, FileSlot *f)
 {
         int i = pool_get(&e->pool);
 
-        return i < 0 ? NULL : buffer_claim(e, (unsigned)i);
+        return i < 0 ? NULL : buffer_claim(e, f, (unsigned)i);
 }
 
 /* A small slot for a file that fits in one, read through the page cache in one read, else a pool
  * slot. */
-Buffer *buffer_get_for(Engine *e, const FileSlot *f, uint64_t fits)
+Buffer *buffer_get_for(Engine *e, FileSlot *f, uint64_t fits)
 {
         if (fits <= e->small_size && f->strategy != ENGINE_READ_DIRECT && !f->map) {
                 int i = pool_get_small(&e->pool);
                 if (i >= 0)
-                        return buffer_claim(e, (unsigned)i);
+                        return buffer_claim(e, f, (unsigned)i);
         }
-        return buffer_get(e);
+        return buffer_get(e, f);
 }
 
 static bool buffers_free(const Engine *e)
@@ -64,8 +76,11 @@ void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
 
         size_t len = b->want - b->got;
 
+        if (f->ops == 0)
+                f->progress_usec = e->now; /* waiting for a buffer was not a stall */
         b->in_flight = true;
         b->direct_read = f->strategy == ENGINE_READ_DIRECT;
+        f->poll_ready = false; /* a stream polls again before its next read */
         if (b->direct_read && e->config.test_direct_einval && len > 1)
                 len--;
         ioring_read(e->ring, f->fd, b->data + b->got, len, off, e->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1,
@@ -80,7 +95,7 @@ static bool file_wants_read(FileSlot *f)
         if (f->state != FILE_READING || f->eof)
                 return false;
         if (f->stream)
-                return f->reads_in_flight == 0;
+                return f->reads_in_flight == 0 && (!f->pollable || f->poll_ready);
         return f->issue_off < f->size;
 }
 
@@ -140,8 +155,10 @@ static Buffer *file_start_read(Engine *e, FileSlot *f)
 }
 
 /* Round-robin: each pass gives every file that wants one a read, so many files progress at once
- * and one large file cannot starve the others (or the other workers). */
-bool issue_reads(Engine *e)
+ * and one large file cannot starve the others. With `fair`, only files of groups under their share
+ * of the buffers (while several groups have files open): they go first, the rest take what is
+ * left. */
+static bool issue_pass(Engine *e, bool fair)
 {
         bool any = false;
 
@@ -154,7 +171,7 @@ bool issue_reads(Engine *e)
                         break;
                 do {
                         FileSlot *next = f->next ? f->next : e->open_head;
-                        if (file_wants_read(f)) {
+                        if (file_wants_read(f) && !(fair && sched_over_buffer_share(e, f->group))) {
                                 Buffer *b = file_start_read(e, f);
                                 if (b) {
                                         if (b->mapped)
@@ -169,6 +186,32 @@ bool issue_reads(Engine *e)
                         break;
         }
         return any;
+}
+
+bool issue_reads(Engine *e)
+{
+        bool any = false;
+
+        if (e->n_groups_open > 1)
+                any = issue_pass(e, true);
+        return issue_pass(e, false) || any;
+}
+
+/* A file that read EOF before its st_size: on a pseudo file system (sysfs, procfs, debugfs & co.)
+ * st_size is a guess (4096 for every sysfs attribute) and what was read is the content, as for
+ * sha256sum. Asked only then, and never of a file system that may hang. */
+static bool file_is_pseudo(const FileSlot *f)
+{
+        static const long pseudo[] = { SYSFS_MAGIC, PROC_SUPER_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC,
+                                       SECURITYFS_MAGIC, CONFIGFS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC };
+        struct statfs sfs;
+
+        if (f->untrusted || fstatfs(f->fd, &sfs) < 0)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(pseudo); i++)
+                if ((long)sfs.f_type == pseudo[i])
+                        return true;
+        return false;
 }
 
 /* A read came back: resume it when short, retry what may be retried, else judge it. */
@@ -219,6 +262,12 @@ void read_completion(Engine *e, Buffer *b, int res)
                 bool truncated = !f->stream && b->offset + b->got < f->size;
                 b->done = true;
                 span_split(e, b);
+                if (truncated && file_is_pseudo(f)) {
+                        /* sysfs and the like say 4096 and hold less: the content is what is read. */
+                        f->pseudo = true;
+                        f->size = b->offset + b->got;
+                        truncated = false;
+                }
                 if (truncated) {
                         /* EOF before the size stat gave: truncated while we read. */
                         file_abort(e, f, ENGINE_FILE_CHANGED, 0);
@@ -245,4 +294,5 @@ void read_completion(Engine *e, Buffer *b, int res)
                 return;
         }
         file_dispatch_ready(e, f);
+        stream_arm(e, f);
 }

@@ -33,7 +33,9 @@ void file_choose_strategy(Engine *e, FileSlot *f)
         bool known, all_cached, cold;
 
         f->strategy = ENGINE_READ_BUFFERED;
-        if (want == ENGINE_READ_BUFFERED || (want == ENGINE_READ_AUTO && f->size < ENGINE_PROBE_MIN))
+        /* A file system that may hang is read only by the ring: no probe (mincore maps the file), no
+         * mapping (its faults would call the server from a worker), no O_DIRECT switch. */
+        if (want == ENGINE_READ_BUFFERED || f->untrusted || (want == ENGINE_READ_AUTO && f->size < ENGINE_PROBE_MIN))
                 goto buffered;
 
         known = pagecache_probe(f->fd, f->size, &pc) >= 0;
@@ -56,5 +58,12 @@ void file_choose_strategy(Engine *e, FileSlot *f)
                 }
         }
 buffered:
+        if (f->caller_direct) {
+                /* The caller opened it O_DIRECT: whole aligned blocks into the pool, as DIRECT reads
+                 * (read_direct_setup() without the switch, which is already made). */
+                f->strategy = ENGINE_READ_DIRECT;
+                f->span = f->chunk == e->buffer_size ? e->max_span : 1;
+                return;
+        }
         (void)read_buffered_ops.setup(e, f);
 }

@@ -16,6 +16,8 @@ typedef struct IoRingOps {
                      uint64_t tag);
         void (*fadvise)(IoRing *r, int fd, uint64_t off, uint64_t len, int advice, uint64_t tag);
         void (*close)(IoRing *r, int fd, uint64_t tag);
+        void (*statx)(IoRing *r, int fd, unsigned mask, struct statx *buf, uint64_t tag);
+        void (*poll)(IoRing *r, int fd, unsigned events, uint64_t tag);
         void (*cancel_fd)(IoRing *r, int fd, uint64_t tag);
         void (*cancel_tag)(IoRing *r, uint64_t target, uint64_t tag);
         int (*enable_direct)(IoRing *r, unsigned n);
@@ -23,7 +25,7 @@ typedef struct IoRingOps {
                                 size_t len, int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read,
                                 uint64_t tag_close);
         void (*close_direct)(IoRing *r, unsigned file_index, uint64_t tag);
-        int (*submit)(IoRing *r, bool wait);
+        int (*submit)(IoRing *r, uint64_t timeout_usec);
         unsigned (*reap)(IoRing *r, IoCompletion *out, unsigned max);
         void (*free)(IoRing *r);
 } IoRingOps;

@@ -77,6 +77,22 @@ static void uring_close(IoRing *r, int fd, uint64_t tag)
         io_uring_sqe_set_data64(sqe, tag);
 }
 
+static void uring_statx(IoRing *r, int fd, unsigned mask, struct statx *buf, uint64_t tag)
+{
+        struct io_uring_sqe *sqe = get_sqe(r);
+
+        io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH, mask, buf);
+        io_uring_sqe_set_data64(sqe, tag);
+}
+
+static void uring_poll(IoRing *r, int fd, unsigned events, uint64_t tag)
+{
+        struct io_uring_sqe *sqe = get_sqe(r);
+
+        io_uring_prep_poll_add(sqe, fd, events);
+        io_uring_sqe_set_data64(sqe, tag);
+}
+
 static void uring_cancel_fd(IoRing *r, int fd, uint64_t tag)
 {
         struct io_uring_sqe *sqe = get_sqe(r);
@@ -154,15 +170,23 @@ static void uring_close_direct(IoRing *r, unsigned file_index, uint64_t tag)
         io_uring_sqe_set_data64(sqe, tag);
 }
 
-static int uring_submit(IoRing *r, bool wait)
+static int uring_submit(IoRing *r, uint64_t timeout_usec)
 {
         struct io_uring *ring = &URING(r)->ring;
+        struct io_uring_cqe *cqe;
         int k;
 
-        if (wait && io_uring_cq_ready(ring) == 0)
-                k = io_uring_submit_and_wait(ring, 1);
-        else
+        if (timeout_usec == 0 || io_uring_cq_ready(ring) > 0)
                 k = io_uring_submit_and_get_events(ring);
+        else if (timeout_usec == UINT64_MAX)
+                k = io_uring_submit_and_wait(ring, 1);
+        else {
+                /* With IORING_FEAT_EXT_ARG (5.11) the timeout is an argument, not an SQE whose
+                 * completion would show up among ours; uring_reap() skips one all the same. */
+                struct __kernel_timespec ts = { .tv_sec = (long long)(timeout_usec / 1000000),
+                                                .tv_nsec = (long long)(timeout_usec % 1000000) * 1000 };
+                k = io_uring_submit_and_wait_timeout(ring, &cqe, 1, &ts, NULL);
+        }
         if (k < 0 && k != -EINTR && k != -EAGAIN && k != -EBUSY && k != -ETIME)
                 return k;
         return 0;
@@ -195,6 +219,8 @@ static unsigned uring_reap(IoRing *r, IoCompletion *out, unsigned max)
                         rearm = true;
                         continue;
                 }
+                if (cqe->user_data == LIBURING_UDATA_TIMEOUT)
+                        continue; /* liburing's own wait timeout, on kernels without EXT_ARG */
                 out[n++] = (IoCompletion){ .tag = cqe->user_data, .res = cqe->res };
         }
         io_uring_cq_advance(&u->ring, seen);
@@ -217,6 +243,8 @@ static const IoRingOps uring_ops = {
         .read = uring_read,
         .fadvise = uring_fadvise,
         .close = uring_close,
+        .statx = uring_statx,
+        .poll = uring_poll,
         .cancel_fd = uring_cancel_fd,
         .cancel_tag = uring_cancel_tag,
         .enable_direct = uring_enable_direct,

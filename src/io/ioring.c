@@ -73,6 +73,16 @@ void ioring_close(IoRing *r, int fd, uint64_t tag)
         r->ops->close(r, fd, tag);
 }
 
+void ioring_statx(IoRing *r, int fd, unsigned mask, struct statx *buf, uint64_t tag)
+{
+        r->ops->statx(r, fd, mask, buf, tag);
+}
+
+void ioring_poll(IoRing *r, int fd, unsigned events, uint64_t tag)
+{
+        r->ops->poll(r, fd, events, tag);
+}
+
 void ioring_cancel_fd(IoRing *r, int fd, uint64_t tag)
 {
         r->ops->cancel_fd(r, fd, tag);
@@ -104,7 +114,12 @@ void ioring_close_direct(IoRing *r, unsigned file_index, uint64_t tag)
 
 int ioring_submit(IoRing *r, bool wait)
 {
-        return r->ops->submit(r, wait);
+        return r->ops->submit(r, wait ? UINT64_MAX : 0);
+}
+
+int ioring_wait(IoRing *r, uint64_t timeout_usec)
+{
+        return r->ops->submit(r, timeout_usec);
 }
 
 unsigned ioring_reap(IoRing *r, IoCompletion *out, unsigned max)
