@@ -5,7 +5,7 @@
 
 fhash_build_packages=(
     gcc meson ninja-build pkg-config
-    liburing-dev libssl-dev libsystemd-dev libxxhash-dev libcmocka-dev
+    liburing-dev libssl-dev libsystemd-dev libxxhash-dev libb2-dev libcmocka-dev
     librust-blake3-dev libdbus-1-dev systemd scdoc bash-completion
     uthash-dev
 )

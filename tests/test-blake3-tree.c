@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test-blake3-tree: piece-wise BLAKE3 (subtree CVs + merge) against blake3_hasher and b3sum */
+/* test-blake3-tree: piece-wise BLAKE3 (subtree CVs + merge) in every mode against blake3_hasher and b3sum */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +24,23 @@ static const size_t pieces[] = { 1 * KIB, 2 * KIB, 4 * KIB, 64 * KIB, 1 * MIB, 4
 
 static uint8_t *data; /* DATA_MAX bytes of th_fill_random(..., 7), made once by the group setup */
 
+/* The modes and lengths the tree must give as one piece does: the default; hash mode with the
+ * longest output (two root output blocks' worth is not offered, 64 bytes is one); keyed and
+ * derive-key with the default, a short, an odd and the longest length. */
+#define KEY "fhash test-blake3-tree key 32 by"
+#define CONTEXT "fhash test-blake3-tree 2024-01-01 derive-key context"
+static const HashParams param_sets[] = {
+        { 0 },
+        { .out_len = 64 },
+        { .keyed = true, .key = KEY },
+        { .keyed = true, .key = KEY, .out_len = 13 },
+        { .keyed = true, .key = KEY, .out_len = 64 },
+        { .context = CONTEXT },
+        { .context = CONTEXT, .out_len = 1 },
+        { .context = CONTEXT, .out_len = 47 },
+        { .context = CONTEXT, .out_len = 64 },
+};
+
 static int setup(void **state)
 {
         data = malloc(DATA_MAX);
@@ -40,47 +57,65 @@ static int teardown(void **state)
         return 0;
 }
 
-static void reference(const uint8_t *in, size_t len, uint8_t out[BLAKE3_OUT_LEN])
+/* The one-piece digest: blake3_hasher through HashCtx, in p's mode and length. */
+static void reference(const HashParams *p, const uint8_t *in, size_t len, uint8_t out[HASH_DIGEST_MAX])
 {
-        blake3_hasher h;
-
-        blake3_hasher_init(&h);
-        blake3_hasher_update(&h, in, len);
-        blake3_hasher_finalize(&h, out, BLAKE3_OUT_LEN);
+        assert_int_equal(hash_oneshot_params(HASH_BLAKE3, p, in, len, out), 0);
 }
 
-static void assert_digest(const uint8_t got[BLAKE3_OUT_LEN], const uint8_t want[BLAKE3_OUT_LEN],
-                          const char *what, size_t len, size_t piece)
+static void assert_digest(const HashParams *p, const uint8_t *got, const uint8_t *want, const char *what,
+                          size_t len, size_t piece)
 {
-        char g[2 * BLAKE3_OUT_LEN + 1], w[2 * BLAKE3_OUT_LEN + 1];
+        size_t size = hash_params_digest_size(HASH_BLAKE3, p);
+        char g[HASH_HEX_MAX], w[HASH_HEX_MAX];
 
-        hash_to_hex(got, BLAKE3_OUT_LEN, g);
-        hash_to_hex(want, BLAKE3_OUT_LEN, w);
+        hash_to_hex(got, size, g);
+        hash_to_hex(want, size, w);
         if (!streq(g, w))
-                print_error("%s: %zu bytes in pieces of %zu: got %s, want %s\n", what, len, piece, g, w);
+                print_error("%s: %zu bytes in pieces of %zu (%s%s, %zu bytes out): got %s, want %s\n", what, len,
+                            piece, p->keyed ? "keyed" : p->context ? "derive-key " : "hash",
+                            p->context ?: "", size, g, w);
         assert_string_equal(g, w);
 }
 
 /* Every piece size smaller than len, against the reference hasher (which the tree function also
  * falls back to when len <= piece, so those are checked once, with the smallest such piece). */
-static unsigned check_len(size_t len)
+static unsigned check_len_params(const HashParams *p, size_t len)
 {
-        uint8_t want[BLAKE3_OUT_LEN], got[BLAKE3_OUT_LEN];
+        uint8_t want[HASH_DIGEST_MAX], got[HASH_DIGEST_MAX];
         unsigned n = 0;
         bool fallback_done = false;
 
         assert_true(len <= DATA_MAX);
-        reference(data, len, want);
+        reference(p, data, len, want);
         for (size_t i = 0; i < ELEMENTSOF(pieces); i++) {
                 if (len <= pieces[i]) {
                         if (fallback_done)
                                 continue;
                         fallback_done = true;
                 }
-                blake3_tree_hash(data, len, pieces[i], got);
-                assert_digest(got, want, "tree vs blake3_hasher", len, pieces[i]);
+                assert_int_equal(blake3_tree_hash_params(p, data, len, pieces[i], got), 0);
+                assert_digest(p, got, want, "tree vs blake3_hasher", len, pieces[i]);
                 n++;
         }
+        return n;
+}
+
+/* The default mode through the original entry point, then every other parameter set (up to 4 MiB:
+ * the modes change the key words and flags, not the tree's shape, which the longer inputs test). */
+static unsigned check_len(size_t len)
+{
+        uint8_t want[HASH_DIGEST_MAX], got[BLAKE3_OUT_LEN];
+        unsigned n = 0;
+
+        reference(NULL, data, len, want);
+        for (size_t i = 0; i < ELEMENTSOF(pieces); i++) {
+                blake3_tree_hash(data, len, pieces[i], got);
+                assert_digest(&param_sets[0], got, want, "blake3_tree_hash vs blake3_hasher", len, pieces[i]);
+        }
+        n += (unsigned)ELEMENTSOF(pieces);
+        for (size_t s = 1; s < ELEMENTSOF(param_sets) && len <= 4 * MIB; s++)
+                n += check_len_params(&param_sets[s], len);
         return n;
 }
 
@@ -97,6 +132,21 @@ static void test_powers_of_two(void **state)
                 n += check_len(len + 1);
         }
         print_message("%u digests compared\n", n);
+}
+
+static void test_bad_params(void **state)
+{
+        uint8_t out[HASH_DIGEST_MAX];
+        Blake3Mode mode = { .flags = 0xaa };
+
+        assert_int_equal(blake3_tree_hash_params(&(HashParams) { .out_len = 65 }, data, 4096, 1024, out), -ERANGE);
+        assert_int_equal(blake3_tree_hash_params(&(HashParams) { .keyed = true, .context = "x" }, data, 4096,
+                                                 1024, out),
+                         -EINVAL);
+        assert_int_equal(blake3_mode_init(&mode, &(HashParams) { .out_len = 65 }), -ERANGE);
+        assert_int_equal(mode.flags, 0xaa); /* untouched on failure */
+        assert_int_equal(blake3_mode_init(&mode, NULL), 0);
+        assert_int_equal(mode.flags, 0);
 }
 
 static uint32_t rng_next(uint32_t *s)
@@ -148,12 +198,16 @@ static void test_mixed_pieces(void **state)
 
         for (unsigned round = 0; round < 200; round++) {
                 size_t len = 2 * KIB + rng_next(&s) % (3 * MIB);
-                uint8_t want[BLAKE3_OUT_LEN], got[BLAKE3_OUT_LEN], cv[BLAKE3_OUT_LEN];
+                const HashParams *p = &param_sets[round % ELEMENTSOF(param_sets)];
+                size_t out_len = hash_params_digest_size(HASH_BLAKE3, p);
+                uint8_t want[HASH_DIGEST_MAX], got[HASH_DIGEST_MAX], cv[BLAKE3_OUT_LEN];
+                Blake3Mode mode;
                 Blake3Merge m;
                 uint64_t chunk = 0;
 
-                reference(data, len, want);
-                blake3_merge_init(&m);
+                reference(p, data, len, want);
+                assert_int_equal(blake3_mode_init(&mode, p), 0);
+                blake3_merge_init_mode(&m, &mode);
                 for (;;) {
                         uint64_t left = DIV_ROUND_UP(len - chunk * KIB, KIB);
                         uint64_t align = chunk ? chunk & -chunk : UINT64_C(1) << 62;
@@ -166,20 +220,60 @@ static void test_mixed_pieces(void **state)
                         n = MIN(n, align);
                         while (n >= left)
                                 n /= 2;
-                        blake3_subtree_cv(data + chunk * KIB, n * KIB, chunk, cv);
+                        blake3_subtree_cv_mode(&mode, data + chunk * KIB, n * KIB, chunk, cv);
                         blake3_merge_push(&m, cv, n);
                         chunk += n;
                         pieces_total++;
                 }
-                blake3_subtree_cv(data + chunk * KIB, len - chunk * KIB, chunk, cv);
-                blake3_merge_finish(&m, cv, len - chunk * KIB, got);
+                blake3_subtree_cv_mode(&mode, data + chunk * KIB, len - chunk * KIB, chunk, cv);
+                blake3_merge_finish_xof(&m, cv, len - chunk * KIB, got, out_len);
+                blake3_mode_wipe(&mode);
                 pieces_total++;
-                assert_digest(got, want, "mixed pieces vs blake3_hasher", len, 0);
+                assert_digest(p, got, want, "mixed pieces vs blake3_hasher", len, 0);
         }
-        print_message("200 inputs in %u pieces of mixed sizes compared\n", pieces_total);
+        print_message("200 inputs in %u pieces of mixed sizes, 9 modes and lengths, compared\n", pieces_total);
 }
 
-/* Real files through the real b3sum CLI. */
+/* The merge gives any output length, as the XOF does: past one root output block (64 bytes), the
+ * counter goes up. HashParams stops at 64; the merge itself does not. */
+static void test_long_output(void **state)
+{
+        static const size_t outs[] = { 1, 63, 64, 65, 128, 200, 1000 };
+        uint8_t want[1000], got[1000], cv[BLAKE3_OUT_LEN];
+        const size_t len = 5 * KIB + 3, piece = 4 * KIB;
+
+        for (size_t s = 0; s < ELEMENTSOF(param_sets); s++)
+                for (size_t o = 0; o < ELEMENTSOF(outs); o++) {
+                        const HashParams *p = &param_sets[s];
+                        blake3_hasher h;
+                        Blake3Mode mode;
+                        Blake3Merge m;
+
+                        if (p->keyed)
+                                blake3_hasher_init_keyed(&h, p->key);
+                        else if (p->context)
+                                blake3_hasher_init_derive_key(&h, p->context);
+                        else
+                                blake3_hasher_init(&h);
+                        blake3_hasher_update(&h, data, len);
+                        blake3_hasher_finalize(&h, want, outs[o]);
+
+                        assert_int_equal(blake3_mode_init(&mode, p), 0);
+                        blake3_merge_init_mode(&m, &mode);
+                        blake3_subtree_cv_mode(&mode, data, piece, 0, cv);
+                        blake3_merge_push(&m, cv, piece / KIB);
+                        blake3_subtree_cv_mode(&mode, data + piece, len - piece, piece / KIB, cv);
+                        memset(got, 0, sizeof got);
+                        blake3_merge_finish_xof(&m, cv, len - piece, got, outs[o]);
+                        assert_memory_equal(got, want, outs[o]);
+                        if (outs[o] < sizeof got) /* nothing written past out_len */
+                                assert_int_equal(got[outs[o]], 0);
+                }
+}
+
+/* Real files through the real b3sum CLI, in every mode and length of param_sets. */
+static bool b3sum_missing;
+
 static void test_b3sum(void **state)
 {
         static const struct {
@@ -188,47 +282,79 @@ static void test_b3sum(void **state)
                 { 1025, 1 * KIB },        { 4 * KIB + 1, 2 * KIB },   { 64 * KIB, 4 * KIB },
                 { MIB + 17, 64 * KIB },   { 5 * MIB + 3, 1 * MIB },   { 9 * MIB - 1, 4 * MIB },
         };
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = NULL, *keyfile = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
+        unsigned n = 0;
+        FILE *k;
 
         if (!th_have_program("b3sum")) {
-                print_message("skip: b3sum is not installed\n");
+                b3sum_missing = true;
                 skip();
         }
         buf = malloc(9 * MIB);
         assert_non_null(buf);
         dir = th_mkdtemp("b3tree");
+        assert_true(asprintf(&keyfile, "%s/key", dir) > 0);
+        k = fopen(keyfile, "we");
+        assert_non_null(k);
+        assert_int_equal(fwrite(KEY, 1, HASH_KEY_SIZE, k), HASH_KEY_SIZE);
+        assert_int_equal(fclose(k), 0);
+
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                _cleanup_free_ char *path = NULL, *want = NULL;
-                uint8_t d[BLAKE3_OUT_LEN];
-                char hex[2 * BLAKE3_OUT_LEN + 1];
+                _cleanup_free_ char *path = NULL;
                 uint32_t seed = 100 + (uint32_t)i;
 
                 assert_true(asprintf(&path, "%s/f%zu", dir, cases[i].len) > 0);
                 assert_int_equal(th_write_random_file(path, cases[i].len, seed), 0);
                 assert_true(cases[i].len <= 9 * MIB);
                 th_fill_random(buf, cases[i].len, seed);
-                blake3_tree_hash(buf, cases[i].len, cases[i].piece, d);
-                hash_to_hex(d, BLAKE3_OUT_LEN, hex);
-                want = th_run_first_word("b3sum --num-threads 1 '%s' 2>/dev/null", path);
-                if (!want || !streq(want, hex))
-                        print_error("%zu bytes in pieces of %zu: b3sum says %s, we say %s\n",
-                                    cases[i].len, cases[i].piece, want ?: "(nothing)", hex);
-                assert_non_null(want);
-                assert_string_equal(want, hex);
+                for (size_t s = 0; s < ELEMENTSOF(param_sets); s++, n++) {
+                        const HashParams *p = &param_sets[s];
+                        size_t size = hash_params_digest_size(HASH_BLAKE3, p);
+                        _cleanup_free_ char *want = NULL;
+                        uint8_t d[HASH_DIGEST_MAX];
+                        char hex[HASH_HEX_MAX];
+
+                        assert_int_equal(blake3_tree_hash_params(p, buf, cases[i].len, cases[i].piece, d), 0);
+                        hash_to_hex(d, size, hex);
+                        if (p->keyed)
+                                want = th_run_first_word("b3sum --num-threads 1 -l %zu --keyed '%s' < '%s' 2>/dev/null",
+                                                         size, path, keyfile);
+                        else if (p->context)
+                                want = th_run_first_word("b3sum --num-threads 1 -l %zu --derive-key '%s' '%s' 2>/dev/null",
+                                                         size, p->context, path);
+                        else
+                                want = th_run_first_word("b3sum --num-threads 1 -l %zu '%s' 2>/dev/null", size, path);
+                        if (!want || !streq(want, hex))
+                                print_error("%zu bytes in pieces of %zu (%s, %zu bytes out): b3sum says %s, we say %s\n",
+                                            cases[i].len, cases[i].piece,
+                                            p->keyed ? "keyed" : p->context ? "derive-key" : "hash", size,
+                                            want ?: "(nothing)", hex);
+                        assert_non_null(want);
+                        assert_string_equal(want, hex);
+                }
         }
+        print_message("%u digests compared with b3sum (hash, --keyed, --derive-key, --length)\n", n);
         th_rm_rf(dir);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_bad_params),
                 cmocka_unit_test(test_powers_of_two),
                 cmocka_unit_test(test_odd_lengths),
                 cmocka_unit_test(test_random_lengths),
                 cmocka_unit_test(test_mixed_pieces),
+                cmocka_unit_test(test_long_output),
                 cmocka_unit_test(test_b3sum),
         };
+        int r;
 
-        return cmocka_run_group_tests(tests, setup, teardown);
+        r = cmocka_run_group_tests(tests, setup, teardown);
+        if (r == 0 && b3sum_missing) {
+                printf("# SKIP: b3sum is not installed: the tree was not compared with it\n");
+                return 77;
+        }
+        return r;
 }

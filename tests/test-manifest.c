@@ -100,7 +100,8 @@ static void test_tagged(void **state)
         line_bad("SHA256 (x) " H64, _HASH_ALGO_INVALID);     /* no '=' */
         line_bad("SHA256 (x = " H64, _HASH_ALGO_INVALID);    /* no ')' */
         line_bad("SHA256 () = " H64, _HASH_ALGO_INVALID);    /* empty name */
-        line_bad("XXH64 (x) = e6c632b61e964e1f", _HASH_ALGO_INVALID);
+        entry_is("XXH64 (x) = e6c632b61e964e1f", _HASH_ALGO_INVALID, HASH_XXH64, "x", "e6c632b61e964e1f");
+        line_bad("XXH64 (x) = e6c632b61e964e1f00", _HASH_ALGO_INVALID);  /* wrong length for the tag */
         line_bad("BLAKE2b-256 (x) = " H64, _HASH_ALGO_INVALID);
 }
 

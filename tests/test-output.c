@@ -91,7 +91,9 @@ static void test_tags(void **state)
                 { HASH_SHA256, "SHA256" },   { HASH_SHA512, "SHA512" }, { HASH_SHA1, "SHA1" },
                 { HASH_MD5, "MD5" },         { HASH_BLAKE2B, "BLAKE2b" }, { HASH_BLAKE3, "BLAKE3" },
                 { HASH_XXH3, "XXH3" },       { HASH_XXH128, "XXH128" }, { HASH_CRC32C, "CRC32C" },
-                { HASH_SHA3_256, "SHA3-256" },
+                { HASH_SHA3_256, "SHA3-256" }, { HASH_SHA224, "SHA224" }, { HASH_SHA384, "SHA384" },
+                { HASH_SHA3_384, "SHA3-384" }, { HASH_SHA3_512, "SHA3-512" }, { HASH_SM3, "SM3" },
+                { HASH_BLAKE2S, "BLAKE2s" },   { HASH_XXH32, "XXH32" },       { HASH_XXH64, "XXH64" },
         };
 
         assert_int_equal(ELEMENTSOF(t), _HASH_ALGO_MAX);
@@ -108,7 +110,7 @@ static void test_tags(void **state)
         assert_null(hash_algo_tag(_HASH_ALGO_INVALID));
         assert_int_equal(hash_algo_from_tag("SHA2", 4), _HASH_ALGO_INVALID);
         assert_int_equal(hash_algo_from_tag("SHA256X", 6), HASH_SHA256); /* length-bounded */
-        assert_int_equal(hash_algo_from_tag("XXH64", 5), _HASH_ALGO_INVALID);
+        assert_int_equal(hash_algo_from_tag("XXH6", 4), _HASH_ALGO_INVALID);
         assert_int_equal(output_write_digest(stdout, OUTPUT_JSON, false, HASH_SHA256, "x", hex256), -EINVAL);
 }
 

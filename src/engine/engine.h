@@ -72,7 +72,15 @@ typedef struct EngineConfig {
          * and before the chain is submitted, so that a test can change the file in between. */
         void (*test_linked_hook)(const char *path, void *userdata);
         void *test_linked_userdata;
+        /* A file whose I/O makes no progress for this long (a pipe nobody writes to, a FIFO nobody
+         * opens, a FUSE server that does not answer) ends with status ENGINE_FILE_ERROR and error
+         * -ETIMEDOUT: its operations are cancelled and its open slot, buffers and share are given
+         * back (see "Fair share and stalls" below). Waiting for a buffer or for the hashing is not a
+         * stall. 0 = ENGINE_STALL_TIMEOUT_DEFAULT; UINT64_MAX = never. */
+        uint64_t stall_timeout_usec;
 } EngineConfig;
+
+#define ENGINE_STALL_TIMEOUT_DEFAULT (UINT64_C(30) * 1000000)
 
 /* The default of EngineConfig.direct_request: this VM's virtio disk reads 1 MiB O_DIRECT requests
  * at 1.2-1.5 GB/s and 4 MiB ones at up to 2.4 (bench/ANALYSIS.md, "C1/C2"). */
@@ -137,8 +145,14 @@ EngineReadStrategy engine_read_strategy_from_string(const char *s);
 
 typedef enum EngineFileStatus {
         ENGINE_FILE_OK,         /* digest is valid */
-        ENGINE_FILE_ERROR,      /* error holds -errno (ENOENT, EACCES, EIO, EISDIR, EFBIG, ...) */
-        ENGINE_FILE_CHANGED,    /* size or mtime differed between the start and the end of reading */
+        ENGINE_FILE_ERROR,      /* error holds -errno (ENOENT, EACCES, EIO, EISDIR, EFBIG, ...);
+                                 * -ETIMEDOUT: no progress for EngineConfig.stall_timeout_usec */
+        /* The file changed while it was read: its size, mtime or inode differ between the stat
+         * before and the one after reading, it ended early, or its ctime changed (a writer who
+         * restores mtime with futimens() still changes ctime). A ctime change alone is accepted
+         * when the link count changed and size and mtime did not: the file was unlinked or linked
+         * meanwhile, which does not touch its bytes. */
+        ENGINE_FILE_CHANGED,
         ENGINE_FILE_CANCELLED,  /* the job was cancelled before the file finished */
         _ENGINE_FILE_STATUS_MAX,
         _ENGINE_FILE_STATUS_INVALID = -EINVAL,
@@ -156,6 +170,7 @@ typedef struct EngineFileResult {
         /* What stat said at the start and at the end, for CHANGED (both zero if never known). */
         uint64_t size_before, size_after;
         int64_t mtime_before_nsec, mtime_after_nsec;
+        uint64_t cookie;           /* EngineInput.cookie; the index for engine_job_add_path/fd() */
 } EngineFileResult;
 
 typedef enum EngineJobResult {
@@ -164,7 +179,7 @@ typedef enum EngineJobResult {
 } EngineJobResult;
 
 typedef struct EngineJobCallbacks {
-        /* Once per input, in completion order (not input order). */
+        /* Once per input, in completion order (input order with EngineJobOptions.ordered). */
         void (*file_done)(EngineJob *j, const EngineFileResult *r, void *userdata);
         /* Once, after the last file_done of the job. The job may be unref'd from here. */
         void (*job_done)(EngineJob *j, EngineJobResult result, void *userdata);
@@ -183,7 +198,47 @@ typedef struct EngineJobOptions {
          * max_file_size bounds them. For callers (fhashd's HashPaths) that cannot check the type
          * of a path before the engine opens it without racing. */
         bool regular_only;
+        /* The share group (fhashd passes the caller's uid): see "Fair share and stalls" below. */
+        uint64_t share_group;
+        /* Deliver file_done in input order: a result that is ready early waits (in the consumer's
+         * memory, one EngineFileResult each) until every earlier input has one. */
+        bool ordered;
 } EngineJobOptions;
+
+/*
+ * Fair share and stalls
+ * ---------------------
+ * Jobs are scheduled by share group, then by job. While several groups have files to open, each may
+ * hold at most an even part of the open-file slots (max_open), and while several have files open,
+ * at most an even part of the buffers (pool slots and small slots) before the others have had
+ * theirs; within a group its jobs split the group's part the same way. Files that finish in turn
+ * give the slots to whoever is under its share, so the hashing follows. A group alone may use
+ * everything. When a newcomer finds every slot held by files that will not finish soon (pipes,
+ * streams), it may open up to its share beyond max_open (at most max_open more files in all).
+ * Streams (pipes, sockets, character devices) are polled through the ring and take a buffer only
+ * when they have data, so a silent pipe holds a slot but no buffer. A file that makes no progress
+ * for EngineConfig.stall_timeout_usec ends with ENGINE_FILE_ERROR, error -ETIMEDOUT; if its
+ * operation cannot be cancelled (a FUSE request the server read and never answers), its result is
+ * posted and its share given back at once, and only its slot and the buffer in flight stay with the
+ * kernel until the operation ends.
+ */
+
+/* EngineInput.flags */
+enum {
+        /* The file system may hang (FUSE not mounted by root, a network file system): the file's
+         * statx calls go through the ring (an io-wq thread, not the engine's own threads), and it
+         * is neither mapped nor switched to O_DIRECT (both would call into the file system from an
+         * engine thread), so a server that never answers stalls only this file, which the stall
+         * timeout then ends. Closes always go through the ring. */
+        ENGINE_INPUT_UNTRUSTED_FS = 1u << 0,
+};
+
+typedef struct EngineInput {
+        const char *path;   /* a path input (copied), or NULL for an fd input */
+        int fd;             /* with path NULL: the fd, owned by the job once added */
+        uint64_t cookie;    /* handed back in EngineFileResult.cookie */
+        unsigned flags;     /* ENGINE_INPUT_* */
+} EngineInput;
 
 /* A job starts empty; add inputs, then start it. */
 int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, EngineJob **ret);
@@ -192,10 +247,13 @@ EngineJob *engine_job_ref(EngineJob *j);
  * it; the engine keeps what it needs until its I/O is retired, but no callback fires any more. */
 EngineJob *engine_job_unref(EngineJob *j);
 
-/* Adds a path input (copied; relative paths resolve against the cwd at start). Returns the index. */
+/* Adds an input: a path (copied; relative paths resolve against the cwd at start) or, with path NULL,
+ * an fd, which the job owns on success (not on failure), reads from offset 0 if seekable, else as a
+ * stream, and closes through the ring as soon as the file is done. Returns the index. */
+int engine_job_add_input(EngineJob *j, const EngineInput *in);
+/* Adds a path input; its cookie is its index. Returns the index. */
 int engine_job_add_path(EngineJob *j, const char *path);
-/* Adds an open fd input; the job takes ownership of the fd on success (not on failure), reads it from
- * offset 0 if seekable, else as a stream, and closes it as soon as the file is done. Returns the index. */
+/* Adds an fd input (see engine_job_add_input()); its cookie is its index. Returns the index. */
 int engine_job_add_fd(EngineJob *j, int fd);
 /* Queues the job in the engine. Callbacks fire from engine_dispatch() afterwards. -EBUSY if started. */
 int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata);

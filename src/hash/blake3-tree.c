@@ -77,10 +77,37 @@ static void batch_cv(const uint8_t *in, size_t len, const uint32_t key[8], uint8
         memcpy(out, cvs, BLAKE3_OUT_LEN);
 }
 
-static void merge_init_base(Blake3Merge *m, const uint32_t key[8], uint8_t flags)
+/* p has been checked. */
+static void hasher_init_params(blake3_hasher *h, const HashParams *p)
 {
-        *m = (Blake3Merge) { .flags = flags };
-        memcpy(m->key, key, sizeof(m->key));
+        if (p && p->keyed)
+                blake3_hasher_init_keyed(h, p->key);
+        else if (p && p->context)
+                blake3_hasher_init_derive_key(h, p->context);
+        else
+                blake3_hasher_init(h);
+}
+
+int blake3_mode_init(Blake3Mode *ret, const HashParams *p)
+{
+        blake3_hasher h;
+        int r;
+
+        r = hash_params_check(HASH_BLAKE3, p);
+        if (r < 0)
+                return r;
+        /* The library's own inits work the mode out (derive-key hashes the context into its key),
+         * and leave it in the hasher's public fields: take it from there, then wipe the hasher. */
+        hasher_init_params(&h, p);
+        memcpy(ret->key, h.key, sizeof(ret->key));
+        ret->flags = h.chunk.flags;
+        explicit_bzero(&h, sizeof(h));
+        return 0;
+}
+
+void blake3_mode_wipe(Blake3Mode *m)
+{
+        explicit_bzero(m, sizeof(*m));
 }
 
 static void parent_cv(const Blake3Merge *m, const uint8_t block[BLAKE3_BLOCK_LEN],
@@ -88,8 +115,8 @@ static void parent_cv(const Blake3Merge *m, const uint8_t block[BLAKE3_BLOCK_LEN
 {
         uint32_t cv[8];
 
-        memcpy(cv, m->key, sizeof(cv));
-        blake3_compress_in_place(cv, block, BLAKE3_BLOCK_LEN, 0, m->flags | PARENT);
+        memcpy(cv, m->mode.key, sizeof(cv));
+        blake3_compress_in_place(cv, block, BLAKE3_BLOCK_LEN, 0, m->mode.flags | PARENT);
         store_cv_words(out, cv);
 }
 
@@ -106,9 +133,15 @@ static void merge_stack(Blake3Merge *m, uint64_t chunks)
         }
 }
 
+void blake3_merge_init_mode(Blake3Merge *m, const Blake3Mode *mode)
+{
+        *m = (Blake3Merge) { .mode = *mode };
+}
+
 void blake3_merge_init(Blake3Merge *m)
 {
-        merge_init_base(m, IV, 0);
+        *m = (Blake3Merge) { .mode.flags = 0 };
+        memcpy(m->mode.key, IV, sizeof(m->mode.key));
 }
 
 void blake3_merge_push(Blake3Merge *m, const uint8_t cv[BLAKE3_OUT_LEN], uint64_t n_chunks)
@@ -125,9 +158,10 @@ void blake3_merge_push(Blake3Merge *m, const uint8_t cv[BLAKE3_OUT_LEN], uint64_
 
 /* Rolls the stack up with the last CV: as the reference's finalize, the subtrees on the stack
  * are the left children of the tree's right edge, from the bottom up. The topmost parent is the
- * root when root is true, else (the last batch of a subtree) one more non-root CV. */
+ * root when root is true (out_len bytes of its output), else (the last batch of a subtree) one
+ * more non-root CV (out_len is BLAKE3_OUT_LEN). */
 static void merge_rollup(Blake3Merge *m, const uint8_t last_cv[BLAKE3_OUT_LEN], bool root,
-                         uint8_t out[BLAKE3_OUT_LEN])
+                         uint8_t *out, size_t out_len)
 {
         uint8_t block[BLAKE3_BLOCK_LEN];
 
@@ -139,20 +173,31 @@ static void merge_rollup(Blake3Merge *m, const uint8_t last_cv[BLAKE3_OUT_LEN], 
                 parent_cv(m, block, block + BLAKE3_OUT_LEN);
         }
         memcpy(block, m->cv_stack, BLAKE3_OUT_LEN);
-        if (!root)
+        if (!root) {
+                assert(out_len == BLAKE3_OUT_LEN);
                 parent_cv(m, block, out);
-        else {
+        } else {
                 uint8_t wide[2 * BLAKE3_OUT_LEN];
 
-                /* As output_root_bytes(): the first output block, counter 0. */
-                blake3_compress_xof(m->key, block, BLAKE3_BLOCK_LEN, 0, m->flags | PARENT | ROOT, wide);
-                memcpy(out, wide, BLAKE3_OUT_LEN);
+                /* As output_root_bytes(): the root node compressed again for every 64 bytes of
+                 * output, the output block counter going 0, 1, ... */
+                for (uint64_t counter = 0; out_len > 0; counter++) {
+                        size_t k = MIN(out_len, sizeof(wide));
+
+                        blake3_compress_xof(m->mode.key, block, BLAKE3_BLOCK_LEN, counter,
+                                            m->mode.flags | PARENT | ROOT, wide);
+                        memcpy(out, wide, k);
+                        out += k;
+                        out_len -= k;
+                }
+                explicit_bzero(wide, sizeof(wide));
         }
+        explicit_bzero(block, sizeof(block));
         m->cv_stack_len = 0;
 }
 
-void blake3_merge_finish(Blake3Merge *m, const uint8_t last_cv[BLAKE3_OUT_LEN], uint64_t last_len,
-                         uint8_t out[BLAKE3_OUT_LEN])
+void blake3_merge_finish_xof(Blake3Merge *m, const uint8_t last_cv[BLAKE3_OUT_LEN], uint64_t last_len,
+                             uint8_t *out, size_t out_len)
 {
         uint64_t last_chunks = DIV_ROUND_UP(last_len, BLAKE3_CHUNK_LEN);
 
@@ -160,56 +205,86 @@ void blake3_merge_finish(Blake3Merge *m, const uint8_t last_cv[BLAKE3_OUT_LEN], 
          * precedes it. */
         assert(m->chunks > 0 && last_len > 0 && last_chunks <= (m->chunks & -m->chunks));
         (void)last_chunks;
-        merge_rollup(m, last_cv, true, out);
+        merge_rollup(m, last_cv, true, out, out_len);
+        /* The key words, in keyed mode the key itself, and the CVs: nothing of them stays. */
+        explicit_bzero(m, sizeof(*m));
 }
 
-static void subtree_cv(const uint8_t *in, size_t len, const uint32_t key[8], uint8_t flags,
-                       uint64_t counter, uint8_t out[BLAKE3_OUT_LEN])
+void blake3_merge_finish(Blake3Merge *m, const uint8_t last_cv[BLAKE3_OUT_LEN], uint64_t last_len,
+                         uint8_t out[BLAKE3_OUT_LEN])
+{
+        blake3_merge_finish_xof(m, last_cv, last_len, out, BLAKE3_OUT_LEN);
+}
+
+void blake3_subtree_cv_mode(const Blake3Mode *mode, const uint8_t *in, size_t len, uint64_t counter,
+                            uint8_t out[BLAKE3_OUT_LEN])
 {
         Blake3Merge m;
         uint8_t cv[BLAKE3_OUT_LEN];
 
         assert(len > 0);
         if (len <= BATCH_BYTES) {
-                batch_cv(in, len, key, flags, counter, out);
+                batch_cv(in, len, mode->key, mode->flags, counter, out);
                 return;
         }
         /* Larger: complete batches are subtrees of this subtree, merged like a file's pieces. */
-        merge_init_base(&m, key, flags);
+        blake3_merge_init_mode(&m, mode);
         for (; len > BATCH_BYTES; in += BATCH_BYTES, len -= BATCH_BYTES, counter += BATCH_CHUNKS) {
-                batch_cv(in, BATCH_BYTES, key, flags, counter, cv);
+                batch_cv(in, BATCH_BYTES, mode->key, mode->flags, counter, cv);
                 blake3_merge_push(&m, cv, BATCH_CHUNKS);
         }
-        batch_cv(in, len, key, flags, counter, cv);
-        merge_rollup(&m, cv, false, out);
+        batch_cv(in, len, mode->key, mode->flags, counter, cv);
+        merge_rollup(&m, cv, false, out, BLAKE3_OUT_LEN);
+        if (mode->flags != 0)
+                explicit_bzero(&m.mode, sizeof(m.mode));
 }
 
 void blake3_subtree_cv(const uint8_t *input, size_t len, uint64_t chunk_counter,
                        uint8_t out_cv[BLAKE3_OUT_LEN])
 {
-        subtree_cv(input, len, IV, 0, chunk_counter, out_cv);
+        Blake3Mode mode = { .flags = 0 };
+
+        memcpy(mode.key, IV, sizeof(mode.key));
+        blake3_subtree_cv_mode(&mode, input, len, chunk_counter, out_cv);
+}
+
+int blake3_tree_hash_params(const HashParams *p, const uint8_t *in, size_t len, size_t piece, uint8_t *out)
+{
+        size_t out_len = hash_params_digest_size(HASH_BLAKE3, p);
+        Blake3Mode mode;
+        Blake3Merge m;
+        uint8_t cv[BLAKE3_OUT_LEN];
+        size_t off = 0;
+        int r;
+
+        assert(piece >= BLAKE3_CHUNK_LEN && piece % BLAKE3_CHUNK_LEN == 0 && (piece & (piece - 1)) == 0);
+        r = blake3_mode_init(&mode, p);
+        if (r < 0)
+                return r;
+        if (len <= piece) {
+                blake3_hasher h;
+
+                hasher_init_params(&h, p);
+                blake3_hasher_update(&h, in, len);
+                blake3_hasher_finalize(&h, out, out_len);
+                explicit_bzero(&h, sizeof(h));
+        } else {
+                blake3_merge_init_mode(&m, &mode);
+                for (; len - off > piece; off += piece) {
+                        blake3_subtree_cv_mode(&mode, in + off, piece, off / BLAKE3_CHUNK_LEN, cv);
+                        blake3_merge_push(&m, cv, piece / BLAKE3_CHUNK_LEN);
+                }
+                blake3_subtree_cv_mode(&mode, in + off, len - off, off / BLAKE3_CHUNK_LEN, cv);
+                blake3_merge_finish_xof(&m, cv, len - off, out, out_len);
+        }
+        blake3_mode_wipe(&mode);
+        return 0;
 }
 
 void blake3_tree_hash(const uint8_t *in, size_t len, size_t piece, uint8_t out[BLAKE3_OUT_LEN])
 {
-        Blake3Merge m;
-        uint8_t cv[BLAKE3_OUT_LEN];
-        size_t off = 0;
+        int r = blake3_tree_hash_params(NULL, in, len, piece, out);
 
-        assert(piece >= BLAKE3_CHUNK_LEN && piece % BLAKE3_CHUNK_LEN == 0 && (piece & (piece - 1)) == 0);
-        if (len <= piece) {
-                blake3_hasher h;
-
-                blake3_hasher_init(&h);
-                blake3_hasher_update(&h, in, len);
-                blake3_hasher_finalize(&h, out, BLAKE3_OUT_LEN);
-                return;
-        }
-        blake3_merge_init(&m);
-        for (; len - off > piece; off += piece) {
-                blake3_subtree_cv(in + off, piece, off / BLAKE3_CHUNK_LEN, cv);
-                blake3_merge_push(&m, cv, piece / BLAKE3_CHUNK_LEN);
-        }
-        blake3_subtree_cv(in + off, len - off, off / BLAKE3_CHUNK_LEN, cv);
-        blake3_merge_finish(&m, cv, len - off, out);
+        assert(r == 0);
+        (void)r;
 }

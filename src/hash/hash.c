@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* hash.c: one streaming context for OpenSSL, BLAKE3, XXH3 and CRC32C */
+/* hash.c: one streaming context for OpenSSL, libb2, BLAKE3, xxHash and CRC32C */
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <blake2.h>
 #include <blake3.h>
 #include <xxhash.h>
 
@@ -19,11 +20,20 @@ static EVP_MD *hash_evp_md[_HASH_ALGO_MAX];
 
 struct HashCtx {
         HashAlgo algo;
-        bool active; /* between init and final */
+        bool active;   /* between init and final */
+        bool secret;   /* the state holds a key or key material: wipe it when done */
+        size_t size;   /* digest bytes of this run */
         EVP_MD_CTX *evp;
-        XXH3_state_t *xxh; /* 64-byte aligned by XXH3_createState() */
+        /* xxHash's states are opaque in its stable API: allocated (XXH3's 64-byte aligned). */
+        XXH3_state_t *xxh3;
+        XXH32_state_t *xxh32;
+        XXH64_state_t *xxh64;
         uint32_t crc;
-        blake3_hasher blake3;
+        union {
+                blake3_hasher blake3;
+                blake2b_state blake2b;
+                blake2s_state blake2s;
+        } u;
 };
 
 static void hash_global_setup(void)
@@ -36,15 +46,26 @@ static void hash_global_setup(void)
                 if (hash_algo_evp_name(a))
                         hash_evp_md[a] = EVP_MD_fetch(NULL, hash_algo_evp_name(a), NULL);
 
-        /* BLAKE3 detects CPU features lazily into an unsynchronised global on first use. Hash
-         * enough input here, once, before any worker exists, so every later use only reads it
-         * (otherwise two workers race on the first write, as ThreadSanitizer reports). */
+        /* BLAKE3 detects CPU features lazily into an unsynchronised global on first use, and libb2
+         * picks each of its functions' implementation on that function's first call, storing a
+         * function pointer. Call all of them here, once, before any worker exists, so every later
+         * use only reads (otherwise two workers race on the first write, as ThreadSanitizer
+         * reports for BLAKE3). */
         static uint8_t prime[4096];
+        uint8_t out[BLAKE2B_OUTBYTES];
         blake3_hasher h;
-        uint8_t out[BLAKE3_OUT_LEN];
+        blake2b_state b;
+        blake2s_state s;
+
         blake3_hasher_init(&h);
         blake3_hasher_update(&h, prime, sizeof(prime));
-        blake3_hasher_finalize(&h, out, sizeof(out));
+        blake3_hasher_finalize(&h, out, BLAKE3_OUT_LEN);
+        (void)blake2b_init(&b, BLAKE2B_OUTBYTES);
+        (void)blake2b_update(&b, prime, sizeof(prime));
+        (void)blake2b_final(&b, out, BLAKE2B_OUTBYTES);
+        (void)blake2s_init(&s, BLAKE2S_OUTBYTES);
+        (void)blake2s_update(&s, prime, sizeof(prime));
+        (void)blake2s_final(&s, out, BLAKE2S_OUTBYTES);
 }
 
 int hash_global_init(void)
@@ -69,8 +90,10 @@ int hash_ctx_new(HashCtx **ret)
                 return -ENOMEM;
         c->algo = _HASH_ALGO_INVALID;
         c->evp = EVP_MD_CTX_new();
-        c->xxh = XXH3_createState();
-        if (!c->evp || !c->xxh) {
+        c->xxh3 = XXH3_createState();
+        c->xxh32 = XXH32_createState();
+        c->xxh64 = XXH64_createState();
+        if (!c->evp || !c->xxh3 || !c->xxh32 || !c->xxh64) {
                 hash_ctx_free(c);
                 return -ENOMEM;
         }
@@ -78,34 +101,82 @@ int hash_ctx_new(HashCtx **ret)
         return 0;
 }
 
+/* The union holds BLAKE3's key words and chaining values, and its input buffer: after a keyed or
+ * derive-key run nothing of them may stay behind in memory. */
+static void ctx_wipe(HashCtx *c)
+{
+        if (c->secret) {
+                explicit_bzero(&c->u, sizeof(c->u));
+                c->secret = false;
+        }
+}
+
 HashCtx *hash_ctx_free(HashCtx *c)
 {
         if (!c)
                 return NULL;
+        ctx_wipe(c);
         EVP_MD_CTX_free(c->evp);
-        if (c->xxh)
-                (void)XXH3_freeState(c->xxh);
+        if (c->xxh3)
+                (void)XXH3_freeState(c->xxh3);
+        if (c->xxh32)
+                (void)XXH32_freeState(c->xxh32);
+        if (c->xxh64)
+                (void)XXH64_freeState(c->xxh64);
         free(c);
         return NULL;
 }
 
-int hash_ctx_init(HashCtx *c, HashAlgo a)
+static int ctx_init_blake3(HashCtx *c, const HashParams *p)
 {
-        if (!c || a < 0 || a >= _HASH_ALGO_MAX)
+        if (p && p->keyed) {
+                c->secret = true;
+                blake3_hasher_init_keyed(&c->u.blake3, p->key);
+        } else if (p && p->context) {
+                c->secret = true;
+                blake3_hasher_init_derive_key(&c->u.blake3, p->context);
+        } else
+                blake3_hasher_init(&c->u.blake3);
+        return 0;
+}
+
+int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p)
+{
+        size_t size;
+        int r;
+
+        if (!c)
                 return -EINVAL;
+        r = hash_params_check(a, p);
+        if (r < 0)
+                return r;
+        size = hash_params_digest_size(a, p);
 
         c->active = false;
+        ctx_wipe(c);
         switch (a) {
         case HASH_BLAKE3:
-                blake3_hasher_init(&c->blake3);
+                r = ctx_init_blake3(c, p);
+                break;
+        case HASH_BLAKE2B:
+                /* The length goes into the parameter block, as b2sum -l does: a different digest,
+                 * not a truncation of the 64-byte one. */
+                r = blake2b_init(&c->u.blake2b, size) == 0 ? 0 : -EIO;
+                break;
+        case HASH_BLAKE2S:
+                r = blake2s_init(&c->u.blake2s, size) == 0 ? 0 : -EIO;
                 break;
         case HASH_XXH3:
-                if (XXH3_64bits_reset(c->xxh) != XXH_OK)
-                        return -EIO;
+                r = XXH3_64bits_reset(c->xxh3) == XXH_OK ? 0 : -EIO;
                 break;
         case HASH_XXH128:
-                if (XXH3_128bits_reset(c->xxh) != XXH_OK)
-                        return -EIO;
+                r = XXH3_128bits_reset(c->xxh3) == XXH_OK ? 0 : -EIO;
+                break;
+        case HASH_XXH32:
+                r = XXH32_reset(c->xxh32, 0) == XXH_OK ? 0 : -EIO;
+                break;
+        case HASH_XXH64:
+                r = XXH64_reset(c->xxh64, 0) == XXH_OK ? 0 : -EIO;
                 break;
         case HASH_CRC32C:
                 c->crc = 0;
@@ -117,13 +188,20 @@ int hash_ctx_init(HashCtx *c, HashAlgo a)
                  * and the fetch out of the per-file path. OpenSSL 3.0 itself still frees and
                  * re-creates the provider's small state here (one malloc per file, not per
                  * buffer); 3.1 reuses it when the digest is unchanged (openssl#16947). */
-                if (EVP_DigestInit_ex2(c->evp, hash_evp_md[a], NULL) != 1)
-                        return -EIO;
+                r = EVP_DigestInit_ex2(c->evp, hash_evp_md[a], NULL) == 1 ? 0 : -EIO;
                 break;
         }
+        if (r < 0)
+                return r;
         c->algo = a;
+        c->size = size;
         c->active = true;
         return 0;
+}
+
+int hash_ctx_init(HashCtx *c, HashAlgo a)
+{
+        return hash_ctx_init_params(c, a, NULL);
 }
 
 int hash_ctx_update(HashCtx *c, const void *data, size_t n)
@@ -135,12 +213,20 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
 
         switch (c->algo) {
         case HASH_BLAKE3:
-                blake3_hasher_update(&c->blake3, data, n);
+                blake3_hasher_update(&c->u.blake3, data, n);
                 return 0;
+        case HASH_BLAKE2B:
+                return blake2b_update(&c->u.blake2b, data, n) == 0 ? 0 : -EIO;
+        case HASH_BLAKE2S:
+                return blake2s_update(&c->u.blake2s, data, n) == 0 ? 0 : -EIO;
         case HASH_XXH3:
-                return XXH3_64bits_update(c->xxh, data, n) == XXH_OK ? 0 : -EIO;
+                return XXH3_64bits_update(c->xxh3, data, n) == XXH_OK ? 0 : -EIO;
         case HASH_XXH128:
-                return XXH3_128bits_update(c->xxh, data, n) == XXH_OK ? 0 : -EIO;
+                return XXH3_128bits_update(c->xxh3, data, n) == XXH_OK ? 0 : -EIO;
+        case HASH_XXH32:
+                return XXH32_update(c->xxh32, data, n) == XXH_OK ? 0 : -EIO;
+        case HASH_XXH64:
+                return XXH64_update(c->xxh64, data, n) == XXH_OK ? 0 : -EIO;
         case HASH_CRC32C:
                 c->crc = crc32c_update(c->crc, data, n);
                 return 0;
@@ -149,52 +235,99 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
         }
 }
 
-int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
+/* xxHash's canonical form is big-endian: what xxhsum prints (without --little-endian). */
+static void store_be32(uint8_t *out, uint32_t v)
 {
-        uint8_t out[HASH_DIGEST_MAX];
-        size_t size;
+        out[0] = (uint8_t)(v >> 24);
+        out[1] = (uint8_t)(v >> 16);
+        out[2] = (uint8_t)(v >> 8);
+        out[3] = (uint8_t)v;
+}
 
-        if (!c || !c->active || !ret_digest)
-                return -EINVAL;
-        size = hash_algo_digest_size(c->algo);
-
+static int ctx_final_xxh(HashCtx *c, uint8_t *out)
+{
         switch (c->algo) {
-        case HASH_BLAKE3:
-                blake3_hasher_finalize(&c->blake3, out, BLAKE3_OUT_LEN);
-                break;
         case HASH_XXH3: {
                 XXH64_canonical_t canon;
-                XXH64_canonicalFromHash(&canon, XXH3_64bits_digest(c->xxh));
+                XXH64_canonicalFromHash(&canon, XXH3_64bits_digest(c->xxh3));
                 memcpy(out, canon.digest, sizeof canon.digest);
-                break;
+                return 0;
         }
         case HASH_XXH128: {
                 XXH128_canonical_t canon;
-                XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(c->xxh));
+                XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(c->xxh3));
                 memcpy(out, canon.digest, sizeof canon.digest);
-                break;
+                return 0;
         }
+        case HASH_XXH32: {
+                XXH32_canonical_t canon;
+                XXH32_canonicalFromHash(&canon, XXH32_digest(c->xxh32));
+                memcpy(out, canon.digest, sizeof canon.digest);
+                return 0;
+        }
+        case HASH_XXH64: {
+                XXH64_canonical_t canon;
+                XXH64_canonicalFromHash(&canon, XXH64_digest(c->xxh64));
+                memcpy(out, canon.digest, sizeof canon.digest);
+                return 0;
+        }
+        default:
+                return -EINVAL;
+        }
+}
+
+int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
+{
+        uint8_t out[HASH_DIGEST_MAX];
+        int r = 0;
+
+        if (!c || !c->active || !ret_digest)
+                return -EINVAL;
+
+        switch (c->algo) {
+        case HASH_BLAKE3:
+                /* An XOF: a shorter output is a prefix of a longer one (b3sum -l does the same). */
+                blake3_hasher_finalize(&c->u.blake3, out, c->size);
+                break;
+        case HASH_BLAKE2B:
+                r = blake2b_final(&c->u.blake2b, out, c->size) == 0 ? 0 : -EIO;
+                break;
+        case HASH_BLAKE2S:
+                r = blake2s_final(&c->u.blake2s, out, c->size) == 0 ? 0 : -EIO;
+                break;
+        case HASH_XXH3:
+        case HASH_XXH128:
+        case HASH_XXH32:
+        case HASH_XXH64:
+                r = ctx_final_xxh(c, out);
+                break;
         case HASH_CRC32C:
                 /* Big-endian, so the hex spells the value the way CRC check values are quoted. */
-                out[0] = (uint8_t)(c->crc >> 24);
-                out[1] = (uint8_t)(c->crc >> 16);
-                out[2] = (uint8_t)(c->crc >> 8);
-                out[3] = (uint8_t)c->crc;
+                store_be32(out, c->crc);
                 break;
         default: {
                 unsigned len = 0;
-                if (EVP_DigestFinal_ex(c->evp, out, &len) != 1 || len != size)
-                        return -EIO;
+                if (EVP_DigestFinal_ex(c->evp, out, &len) != 1 || len != c->size)
+                        r = -EIO;
                 break;
         }
         }
-        /* Through a local buffer so a failure above leaves the caller's output untouched. */
-        memcpy(ret_digest, out, size);
-        c->active = false;
-        return 0;
+        if (r >= 0) {
+                /* Through a local buffer so a failure leaves the caller's output untouched. */
+                memcpy(ret_digest, out, c->size);
+                c->active = false;
+                ctx_wipe(c);
+        }
+        explicit_bzero(out, sizeof(out));
+        return r;
 }
 
-int hash_oneshot(HashAlgo a, const void *data, size_t n, uint8_t *ret_digest)
+size_t hash_ctx_digest_size(const HashCtx *c)
+{
+        return c ? c->size : 0;
+}
+
+int hash_oneshot_params(HashAlgo a, const HashParams *p, const void *data, size_t n, uint8_t *ret_digest)
 {
         HashCtx *c;
         int r;
@@ -202,7 +335,7 @@ int hash_oneshot(HashAlgo a, const void *data, size_t n, uint8_t *ret_digest)
         r = hash_ctx_new(&c);
         if (r < 0)
                 return r;
-        r = hash_ctx_init(c, a);
+        r = hash_ctx_init_params(c, a, p);
         if (r >= 0)
                 r = hash_ctx_update(c, data, n);
         if (r >= 0)
@@ -210,6 +343,11 @@ int hash_oneshot(HashAlgo a, const void *data, size_t n, uint8_t *ret_digest)
         /* One free on every path, not _cleanup_, which clang-tidy 14 does not see. */
         hash_ctx_free(c);
         return r;
+}
+
+int hash_oneshot(HashAlgo a, const void *data, size_t n, uint8_t *ret_digest)
+{
+        return hash_oneshot_params(a, NULL, data, n, ret_digest);
 }
 
 void hash_to_hex(const uint8_t *digest, size_t n, char *out)

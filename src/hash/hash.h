@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* hash.h: the ten digest algorithms behind one streaming interface */
+/* hash.h: every digest algorithm behind one streaming interface */
 #pragma once
 
 #include <errno.h>
@@ -8,8 +8,10 @@
 
 #include "hash/algo.h"
 
-/* Picks the CRC32C implementation (hardware or portable) and prefetches the OpenSSL digests once.
- * Safe to call more than once and from several threads; hash_ctx_new() calls it. */
+/* Picks the CRC32C implementation (hardware or portable), prefetches the OpenSSL digests and lets
+ * BLAKE3 and libb2 pick their SIMD code, once. Safe to call more than once and from several
+ * threads; hash_ctx_new() calls it, and it must have run before threads hash on their own (the
+ * engine's workers do: their contexts come from hash_ctx_new()). */
 int hash_global_init(void);
 /* Name of the CRC32C implementation in use: "sse4.2", "portable", ... */
 const char *hash_crc32c_impl(void);
@@ -20,14 +22,26 @@ typedef struct HashCtx HashCtx;
 
 int hash_ctx_new(HashCtx **ret);
 HashCtx *hash_ctx_free(HashCtx *c);
-/* Starts a new digest of algorithm a, discarding any previous state. */
+/* Starts a new digest of algorithm a with its default parameters, discarding (and wiping) any
+ * previous state. */
 int hash_ctx_init(HashCtx *c, HashAlgo a);
+/* The same with parameters (NULL: the defaults): a digest length for BLAKE2b, BLAKE2s and BLAKE3, a
+ * key or a derive-key context for BLAKE3. Errors as hash_params_check(): -EOPNOTSUPP, -ERANGE,
+ * -EINVAL. Nothing of p is kept: the caller may wipe it as soon as this returns. Whatever the
+ * context derives from a key or context (BLAKE3's key words, and in derive-key mode the input, which
+ * is key material) is wiped at hash_ctx_final(), at the next init and at hash_ctx_free(). */
+int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p);
 int hash_ctx_update(HashCtx *c, const void *data, size_t n);
-/* Writes hash_algo_digest_size() bytes, in the canonical byte order of the reference tool. */
+/* Writes hash_ctx_digest_size() bytes, in the canonical byte order of the reference tool: what
+ * sha256sum, b2sum -l, b3sum -l/--keyed/--derive-key, xxhsum -H0..-H3, openssl dgst print. */
 int hash_ctx_final(HashCtx *c, uint8_t *ret_digest);
+/* The digest length of the current (or last) init in bytes; 0 before the first. */
+size_t hash_ctx_digest_size(const HashCtx *c);
 
-/* One-shot convenience for tests and small inputs. */
+/* One-shot convenience for tests and small inputs: hash_algo_digest_size(a) bytes, or
+ * hash_params_digest_size(a, p) bytes. */
 int hash_oneshot(HashAlgo a, const void *data, size_t n, uint8_t *ret_digest);
+int hash_oneshot_params(HashAlgo a, const HashParams *p, const void *data, size_t n, uint8_t *ret_digest);
 
 /* Lower-case hex; out must hold 2*n+1 bytes. */
 void hash_to_hex(const uint8_t *digest, size_t n, char *out);

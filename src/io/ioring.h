@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ioring.h: the I/O backend: io_uring (registered or plain buffers), or synchronous syscalls as fallback */
+/* ioring.h: the ring: io_uring (registered or plain buffers), or synchronous syscalls as fallback */
 #pragma once
 
 #include <errno.h>
@@ -13,7 +13,8 @@
  * One IoRing belongs to one thread, the one that created it (the ring is SINGLE_ISSUER). Operations
  * are prepared with a 64-bit tag and complete later with that tag and a result (>= 0 or -errno),
  * like io_uring CQEs. The synchronous backend runs each operation when it is prepared and queues its
- * completion, so the caller's state machine is the same in every mode.
+ * completion, so the caller's state machine is the same in every mode. Each backend is one file
+ * behind one ops table (ioring-internal.h): ioring-uring.c, ioring-sync.c.
  */
 typedef struct IoRing IoRing;
 
@@ -53,6 +54,13 @@ void ioring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_
                  uint64_t tag);
 void ioring_fadvise(IoRing *r, int fd, uint64_t off, uint64_t len, int advice, uint64_t tag);
 void ioring_close(IoRing *r, int fd, uint64_t tag);
+/* statx(fd, "", AT_EMPTY_PATH, mask) into *buf, which must stay valid until the completion. io_uring
+ * runs it in an io-wq thread: for files whose file system may hang, never for every file (the
+ * hand-off costs more than a small file's whole read). */
+void ioring_statx(IoRing *r, int fd, unsigned mask, struct statx *buf, uint64_t tag);
+/* One-shot poll of fd for events (POLLIN); completes with the events that fired (>= 0) or -errno.
+ * The synchronous backend checks its polls with poll(2) in ioring_wait(), never blocking in one. */
+void ioring_poll(IoRing *r, int fd, unsigned events, uint64_t tag);
 /* Cancels every operation on fd (no-op for the synchronous backend: nothing is ever in flight). */
 void ioring_cancel_fd(IoRing *r, int fd, uint64_t tag);
 /* Cancels the operation with tag target. */
@@ -81,6 +89,8 @@ void ioring_close_direct(IoRing *r, unsigned file_index, uint64_t tag);
 /* Submits what is prepared; when wait is true and no completion is ready, sleeps until one is or
  * until the wake eventfd is written. Returns 0 or -errno. */
 int ioring_submit(IoRing *r, bool wait);
+/* The same, sleeping at most timeout_usec (0: no sleep, UINT64_MAX: none). */
+int ioring_wait(IoRing *r, uint64_t timeout_usec);
 /* Copies up to max completions out; returns how many. */
 unsigned ioring_reap(IoRing *r, IoCompletion *out, unsigned max);
 /* Operations prepared or in flight whose completion has not been reaped yet. */

@@ -32,7 +32,8 @@ ERR_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
 ERR_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
 ERR_PREFIX = "org.fhash.Hasher1.Error."
 
-ALGORITHMS = ["sha256", "sha512", "sha1", "md5", "sha3-256", "blake2b", "blake3", "xxh3", "xxh128", "crc32c"]
+ALGORITHMS = ["sha256", "sha512", "sha1", "md5", "sha3-256", "blake2b", "blake3", "xxh3", "xxh128", "crc32c",
+              "sha224", "sha384", "sha3-384", "sha3-512", "sm3", "blake2s", "xxh32", "xxh64"]
 
 
 def skip(msg):
@@ -211,7 +212,10 @@ class Daemon:
                                      env=self.env)
         c = dbus.bus.BusConnection(self.bus.address)
         deadline = time.monotonic() + timeout
-        while not c.name_has_owner(BUS_NAME):
+        # The name must be owned by *this* process: right after a previous daemon exits, the bus
+        # may still list it as the owner (it has not yet read the hang-up), and a test would then
+        # talk to a dead daemon or race this one for the name.
+        while not self._owns_name(c):
             if self.proc.poll() is not None:
                 fail(f"fhashd exited with {self.proc.returncode} at start:\n{self.log()}")
             if time.monotonic() > deadline:
@@ -219,6 +223,15 @@ class Daemon:
             time.sleep(0.02)
         c.close()
         return self
+
+    def _owns_name(self, c):
+        import dbus
+        try:
+            dbus_iface = dbus.Interface(c.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus"),
+                                        "org.freedesktop.DBus")
+            return int(dbus_iface.GetConnectionUnixProcessID(BUS_NAME)) == self.proc.pid
+        except dbus.exceptions.DBusException:
+            return False
 
     @property
     def pid(self):
@@ -255,7 +268,12 @@ class Daemon:
         return self.start()
 
     def __exit__(self, *a):
+        alive = self.alive()
         rc = self.stop()
+        if a[0] is not None:
+            # The test failed inside the block: what fhashd saw is usually the explanation.
+            sys.stderr.write(f"fhashd (pid {self.proc.pid}, {'alive' if alive else f'had exited with {rc}'}"
+                             f" when the test failed) logged:\n{self.log()}\n")
         if a[0] is None and rc not in (0, None):
             fail(f"fhashd exited with {rc}:\n{self.log()}")
 
@@ -332,6 +350,14 @@ REFERENCE_TOOLS = {
     "blake3": ["b3sum", "--no-names"],
     "xxh3": ["xxhsum", "-H3"],
     "xxh128": ["xxhsum", "-H2"],
+    "sha224": ["sha224sum"],
+    "sha384": ["sha384sum"],
+    "sha3-384": ["openssl", "dgst", "-sha3-384", "-r"],
+    "sha3-512": ["openssl", "dgst", "-sha3-512", "-r"],
+    "sm3": ["openssl", "dgst", "-sm3", "-r"],
+    "blake2s": ["openssl", "dgst", "-blake2s256", "-r"],
+    "xxh32": ["xxhsum", "-H0"],
+    "xxh64": ["xxhsum", "-H1"],
 }
 
 

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* file.h: one file in flight (FileSlot), the buffers its reads fill, and the stages that move it */
+#pragma once
+
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include "engine/engine.h"
+#include "hash/blake3-tree.h"
+#include "hash/hash.h"
+
+typedef struct Engine Engine;
+typedef struct Worker Worker;
+typedef struct FileSlot FileSlot;
+typedef struct ShareGroup ShareGroup;
+
+/*
+ * Ownership of a buffer slot: exactly one of POOL (on the I/O thread's free list), RING (a read is
+ * in flight into it, or it waits in its file's FIFO for its turn), WORKER (queued to or being hashed
+ * by a worker). Only the current owner writes the Buffer; the SPSC queues carry it across threads
+ * with release/acquire ordering, which also publishes the data the kernel wrote into it.
+ */
+typedef enum BufOwner {
+        BUF_POOL,
+        BUF_RING,
+        BUF_WORKER,
+} BufOwner;
+
+typedef struct Buffer {
+        /* 16-aligned, like FileSlot: completion tags keep the operation in the low 4 bits. */
+        _Alignas(16) uint8_t *data;  /* the pool slot */
+        const uint8_t *view;    /* what the worker hashes: data, or a window of the file's mapping */
+        bool mapped;            /* view is in a file mapping: no read, hashed under mapguard */
+        bool piece;             /* a BLAKE3 piece: the worker writes its subtree CV to cv */
+        bool piece_ok;          /* ... and did (not skipped for a cancel, no SIGBUS) */
+        bool fault;             /* SIGBUS while hashing the mapped view */
+        uint8_t cv[BLAKE3_OUT_LEN];
+        int index;              /* registration index, for READ_FIXED (0 when the pool is one buffer) */
+        unsigned slot;          /* the pool's index of the slot */
+        /* A read spanning this slot and the next span - 1 (adjacent in memory, in the file's FIFO
+         * right behind it): this "leader" carries the whole request in want/got while it is in
+         * flight, its followers wait with in_flight set. 1 for ordinary reads. */
+        unsigned span;
+        BufOwner owner;
+        FileSlot *file;
+        uint64_t offset;        /* file offset of data[0]; unused for unseekable streams */
+        uint32_t want;          /* bytes asked for */
+        uint32_t got;           /* bytes filled so far (short reads are resumed) */
+        bool small;             /* one of the pool's small slots */
+        bool in_flight;         /* a read SQE is outstanding */
+        bool direct_read;       /* ... issued while the fd was O_DIRECT */
+        bool done;              /* full, or ended by EOF */
+        struct Buffer *next;    /* the file's FIFO in issue order, or a list of hashed pieces */
+        ShareGroup *group;      /* charged for this buffer while it is out of the pool, or NULL */
+} Buffer;
+
+typedef enum FileState {
+        FILE_FREE,
+        FILE_OPENING,   /* openat and/or statx in flight */
+        FILE_READING,
+        FILE_DRAINING,  /* failed or cancelled: waiting for its operations to come back */
+        FILE_CLOSING,   /* statx-after and close in flight */
+        FILE_IO_DONE,   /* the I/O thread is finished with it; the worker may not be */
+} FileState;
+
+/*
+ * One file in flight. Slots are preallocated (max_open of them), each with its own HashCtx made
+ * once, so no allocation happens per file or per buffer. The I/O thread owns the slot's I/O fields;
+ * the worker the file is assigned to owns ctx/digest/hashed. `parts` counts who still holds it: the
+ * I/O thread always, plus the worker once the first work item went out. Whoever drops the last part
+ * publishes the result (acq_rel makes the other side's fields visible) and gives the slot back.
+ */
+struct FileSlot {
+        _Alignas(16) EngineJob *job;  /* NULL once the result is posted early (a stalled file) */
+        size_t input;               /* index in the job */
+        HashAlgo algo;
+        FileState state;
+        int fd;
+        bool fd_input;              /* fd came from the caller; never opened by path */
+        unsigned ops;               /* operations in flight for this file */
+        struct statx stx, stx_after;
+        bool stat_ok, stat_after_ok;
+        bool stream;                /* read until EOF, one read at a time */
+        bool seekable;              /* explicit offsets (regular files, block devices) */
+        bool check_change;
+        EngineReadStrategy strategy; /* BUFFERED, MMAP or DIRECT, chosen when the file opened */
+        uint8_t *map;               /* MMAP: the whole file; unmapped when the slot is released */
+        size_t map_len;
+        uint64_t chunk;             /* bytes per buffer (read) or window (mapped) of this file */
+        unsigned span;              /* DIRECT: pool slots per read request (see read_direct_setup()) */
+        /* BLAKE3 on several workers: every buffer is a piece any worker hashes to a subtree CV; the
+         * I/O thread merges the CVs in file order. */
+        bool parallel;
+        Blake3Merge *merge;         /* allocated for the file, freed when the slot is released */
+        Buffer *cv_wait;            /* hashed pieces that came back before their turn, by offset */
+        uint64_t merge_off;         /* offset of the next piece to merge */
+        unsigned pieces_out;        /* pieces at the workers */
+        uint64_t size;              /* st_size at start (regular files with size > 0) */
+        uint64_t issue_off;         /* next offset to read */
+        uint64_t read_bytes;        /* bytes handed to the worker */
+        bool eof;                   /* no more reads will be issued */
+        Buffer *fifo_head, *fifo_tail;
+        unsigned reads_in_flight;
+        unsigned worker;
+        bool worker_started;        /* FIRST sent */
+        bool worker_closed;         /* LAST or ABORT sent */
+        EngineFileStatus status;    /* set by the I/O thread; OK unless something went wrong */
+        int error;
+        _Atomic int parts;
+
+        /* Worker side. */
+        bool map_fault;             /* SIGBUS in the mapping: the file shrank while being hashed */
+        HashCtx *ctx;
+        uint64_t hashed;
+        size_t digest_size;
+        uint8_t digest[HASH_DIGEST_MAX];
+
+        /* Linked open/read/close chain (linked.c): the file is in direct slot `slot index` of the
+         * ring's file table, never an fd; stx is statx(path) from before the chain, stx_after the one
+         * after it. */
+        bool linked;
+        bool fixed_open;            /* the chain's open put a file in the slot ... */
+        bool fixed_closed;          /* ... and a close emptied it again */
+        bool redo;                  /* the chain cannot vouch for the result: open classically */
+
+        bool reopen;                /* openat hit EMFILE/ENFILE: retry when one of ours closes */
+        FileSlot *deferred_next;
+
+        /* Fair share and stalls (sched.c). */
+        ShareGroup *group;
+        bool charged;               /* counted in its group's and job's open files */
+        bool borrowed;              /* ... opened beyond open_cap, under its share */
+        uint64_t progress_usec;     /* when an operation of the file last completed (or it started) */
+        bool stalled;               /* no progress for the stall timeout: cancelled, ends -ETIMEDOUT */
+        bool posted;                /* result posted already; the slot waits for the kernel */
+        bool zombie;                /* ... and is off the open list, charged to nobody */
+
+        bool untrusted;             /* ENGINE_INPUT_UNTRUSTED_FS: statx through the ring, no mmap/O_DIRECT */
+        bool pollable;              /* a pipe, socket or character device: poll before each read */
+        bool polling;               /* ... a poll is in flight */
+        bool poll_ready;            /* ... it fired: the next read may take a buffer */
+        bool caller_direct;         /* an fd the caller opened O_DIRECT: aligned reads, never cleared */
+        bool pseudo;                /* sysfs, procfs & co.: st_size says nothing, EOF ends the file */
+
+        FileSlot *next;             /* free list, or the open list */
+        FileSlot *prev;
+};
+
+/* Completion tags: a pointer with the operation in its low 4 bits (slots and buffers are 16-aligned,
+ * the Engine comes from calloc(): 16-aligned too). */
+enum {
+        OP_OPEN = 1,
+        OP_READ = 2,
+        OP_FADVISE = 3,
+        OP_CLOSE = 4,
+        OP_CANCEL = 5,
+        OP_LINK_OPEN = 6,   /* the open of a linked chain (its read is OP_READ on the buffer) */
+        OP_LINK_CLOSE = 7,  /* the close of a linked chain, or of its slot afterwards */
+        OP_STATX = 8,       /* statx through the ring, for files on untrusted file systems */
+        OP_POLL = 9,        /* a stream waits for data before it takes a buffer */
+        OP_CLOSE_ANON = 10, /* a close that no file waits for (the pointer is the Engine) */
+};
+#define TAG(p, op) ((uint64_t)(uintptr_t)(p) | (op))
+#define TAG_OP(t) ((unsigned)((t)&15))
+#define TAG_PTR(t) ((void *)(uintptr_t)((t) & ~UINT64_C(15)))
+
+/* What statx is asked for, before and after reading: the change check compares all of it. */
+#define FILE_STATX_MASK (STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO | STATX_NLINK)
+
+static inline int64_t stx_mtime_nsec(const struct statx *s)
+{
+        return (int64_t)s->stx_mtime.tv_sec * 1000000000 + s->stx_mtime.tv_nsec;
+}
+
+/* file.c: a file's life after it opened, on the I/O thread. */
+void file_set_error(FileSlot *f, EngineFileStatus st, int error);
+void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error);
+void file_finish_io(Engine *e, FileSlot *f);
+void file_dispatch_ready(Engine *e, FileSlot *f);
+void file_drop_idle_buffers(Engine *e, FileSlot *f);
+void file_close(Engine *e, FileSlot *f);
+void file_check_change(FileSlot *f);
+void file_stall(Engine *e, FileSlot *f);
+void file_try_detach(Engine *e, FileSlot *f);
+void file_result(const FileSlot *f, EngineFileResult *ret);
+void slot_free(Engine *e, FileSlot *f);
+
+/* open.c: the open stage. */
+int job_open_flags(const EngineJob *j);
+void file_start(Engine *e, FileSlot *f);
+void file_opened(Engine *e, FileSlot *f);
+int file_stat(int fd, struct statx *stx);
+void open_done(Engine *e, FileSlot *f, int res);
+void statx_done(Engine *e, FileSlot *f, int res);
+void poll_done(Engine *e, FileSlot *f, int res);
+void stream_arm(Engine *e, FileSlot *f);
+void close_anon(Engine *e, int fd);
+void close_done(Engine *e);
+void file_op_done(Engine *e, FileSlot *f);
+void open_list_add(Engine *e, FileSlot *f);
+void open_list_remove(Engine *e, FileSlot *f);
+void deferred_remove(Engine *e, FileSlot *f);
+
+/* read.c: read requests into pool buffers. */
+void buffer_put(Engine *e, Buffer *b);
+Buffer *buffer_take(Engine *e, FileSlot *f, unsigned slot);
+Buffer *buffer_get(Engine *e, FileSlot *f);
+Buffer *buffer_get_for(Engine *e, FileSlot *f, uint64_t fits);
+void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b);
+void file_issue_read(Engine *e, FileSlot *f, Buffer *b);
+void span_split(Engine *e, Buffer *b);
+bool issue_reads(Engine *e);
+void read_completion(Engine *e, Buffer *b, int res);
+
+/*
+ * How a file's bytes reach the pool, decided once per file when it opens (strategy.c), one file per
+ * strategy: read-buffered.c, read-mmap.c, read-direct.c. setup() prepares the file (false: it cannot
+ * be read this way; BUFFERED is the fallback and never refuses); start() takes the buffer(s) for the
+ * file's next read and starts it, or returns NULL when the file gets nothing now.
+ */
+typedef struct ReadStrategyOps {
+        EngineReadStrategy strategy;
+        bool (*setup)(Engine *e, FileSlot *f);
+        Buffer *(*start)(Engine *e, FileSlot *f);
+} ReadStrategyOps;
+
+extern const ReadStrategyOps read_buffered_ops;
+extern const ReadStrategyOps read_mmap_ops;
+extern const ReadStrategyOps read_direct_ops;
+
+const ReadStrategyOps *read_strategy_ops(EngineReadStrategy s);
+void file_choose_strategy(Engine *e, FileSlot *f);
+/* read-direct.c: O_DIRECT refused a read after all; true if the buffer was issued again. */
+bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b);
+
+/* pieces.c: BLAKE3 files hashed in pieces on every worker. */
+void file_choose_parallel(Engine *e, FileSlot *f);
+void send_piece(Engine *e, FileSlot *f, Buffer *b);
+void piece_returned(Engine *e, Buffer *b);
+
+/* linked.c: small files as one open/read/close chain. */
+int path_stat(const char *path, struct statx *stx);
+bool linked_eligible(Engine *e, const EngineJob *j, const struct statx *stx);
+Buffer *linked_start(Engine *e, FileSlot *f);
+void linked_read_done(Engine *e, Buffer *b, int res);
+void linked_opened(FileSlot *f, int res);
+void linked_closed(FileSlot *f, int res);
+void linked_settle(Engine *e, FileSlot *f);
+void linked_abort(Engine *e, FileSlot *f);

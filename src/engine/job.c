@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/* job.c: the job API: inputs, start, cancel, references, progress */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine-internal.h"
+#include "basic/macro.h"
+#include "basic/time-util.h"
+
+int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, EngineJob **ret)
+{
+        EngineJob *j;
+
+        if (!e || algo < 0 || algo >= _HASH_ALGO_MAX)
+                return -EINVAL;
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        atomic_init(&j->n_ref, 1);
+        j->engine = e;
+        j->algo = algo;
+        if (options)
+                j->options = *options;
+        j->live_next = e->live_jobs;
+        if (e->live_jobs)
+                e->live_jobs->live_prev = j;
+        e->live_jobs = j;
+        *ret = j;
+        return 0;
+}
+
+EngineJob *engine_job_ref(EngineJob *j)
+{
+        if (j)
+                atomic_fetch_add(&j->n_ref, 1);
+        return j;
+}
+
+void engine_close_later(Engine *e, int fd)
+{
+        int *p;
+
+        pthread_mutex_lock(&e->control_lock);
+        if (e->n_close_fds == e->n_close_fds_alloc) {
+                size_t n = e->n_close_fds_alloc ? e->n_close_fds_alloc * 2 : 16;
+                p = realloc(e->close_fds, n * sizeof(int));
+                if (!p) {
+                        pthread_mutex_unlock(&e->control_lock);
+                        (void)close(fd); /* no memory to queue it: the only way left */
+                        return;
+                }
+                e->close_fds = p;
+                e->n_close_fds_alloc = n;
+        }
+        e->close_fds[e->n_close_fds++] = fd;
+        pthread_mutex_unlock(&e->control_lock);
+        atomic_store_explicit(&e->control_pending, true, memory_order_release);
+        io_wake(e);
+}
+
+/* The fds of inputs never opened (a job never started) go to the I/O thread to be closed through
+ * the ring; once the engine is gone there is nobody to hand them to. */
+static void job_free(EngineJob *j)
+{
+        Engine *e = j->engine;
+
+        for (size_t i = 0; i < j->n_inputs; i++) {
+                free(j->inputs[i].path);
+                if (j->inputs[i].fd < 0)
+                        continue;
+                if (e && !e->io_gone)
+                        engine_close_later(e, j->inputs[i].fd);
+                else
+                        (void)close(j->inputs[i].fd);
+        }
+        if (j->reorder)
+                for (size_t i = j->next_deliver; i < j->n_inputs; i++)
+                        free(j->reorder[i]);
+        free(j->reorder);
+        if (e) {
+                if (j->live_prev)
+                        j->live_prev->live_next = j->live_next;
+                else
+                        e->live_jobs = j->live_next;
+                if (j->live_next)
+                        j->live_next->live_prev = j->live_prev;
+        }
+        free(j->inputs);
+        free(j);
+}
+
+EngineJob *engine_job_unref(EngineJob *j)
+{
+        if (!j)
+                return NULL;
+        unsigned left = atomic_fetch_sub(&j->n_ref, 1) - 1;
+        if (left == 0)
+                job_free(j);
+        else if (left == 1 && j->started && !j->finished && !j->orphaned) {
+                /* Only the engine's own reference is left: nobody wants the results. */
+                j->orphaned = true;
+                engine_job_cancel(j);
+        }
+        return NULL;
+}
+
+static int job_add_input(EngineJob *j, const JobInput *in)
+{
+        if (j->started)
+                return -EBUSY;
+        if (j->n_inputs == j->n_inputs_alloc) {
+                size_t n = j->n_inputs_alloc ? j->n_inputs_alloc * 2 : 16;
+                JobInput *p = realloc(j->inputs, n * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                j->inputs = p;
+                j->n_inputs_alloc = n;
+        }
+        if (j->n_inputs >= INT32_MAX)
+                return -E2BIG;
+        j->inputs[j->n_inputs] = *in;
+        return (int)j->n_inputs++;
+}
+
+int engine_job_add_input(EngineJob *j, const EngineInput *in)
+{
+        char *p = NULL;
+        int k;
+
+        if (!in)
+                return -EINVAL;
+        if (in->path) {
+                if (!*in->path)
+                        return -EINVAL;
+                p = strdup(in->path);
+                if (!p)
+                        return -ENOMEM;
+        } else if (in->fd < 0)
+                return -EBADF;
+        k = job_add_input(j, &(JobInput){ .path = p, .fd = p ? -EBADF : in->fd, .cookie = in->cookie,
+                                          .flags = in->flags });
+        if (k < 0)
+                free(p);
+        return k;
+}
+
+int engine_job_add_path(EngineJob *j, const char *path)
+{
+        if (!path)
+                return -EINVAL;
+        return engine_job_add_input(j, &(EngineInput){ .path = path, .cookie = j->n_inputs });
+}
+
+int engine_job_add_fd(EngineJob *j, int fd)
+{
+        return engine_job_add_input(j, &(EngineInput){ .fd = fd, .cookie = j->n_inputs });
+}
+
+int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata)
+{
+        Engine *e = j->engine;
+
+        if (j->started)
+                return -EBUSY;
+        if (!e)
+                return -ESHUTDOWN;
+        if (callbacks)
+                j->callbacks = *callbacks;
+        j->userdata = userdata;
+
+        pthread_mutex_lock(&e->control_lock);
+        if (e->n_new_jobs == e->n_new_jobs_alloc) {
+                size_t n = e->n_new_jobs_alloc ? e->n_new_jobs_alloc * 2 : 8;
+                EngineJob **p = realloc(e->new_jobs, n * sizeof(EngineJob *));
+                if (!p) {
+                        pthread_mutex_unlock(&e->control_lock);
+                        return -ENOMEM;
+                }
+                e->new_jobs = p;
+                e->n_new_jobs_alloc = n;
+        }
+        j->started = true;
+        atomic_store(&j->results_pending, j->n_inputs);
+        atomic_store(&j->start_usec, now_usec());
+        atomic_fetch_add(&e->files_queued, (unsigned)j->n_inputs);
+        e->new_jobs[e->n_new_jobs++] = engine_job_ref(j);
+        pthread_mutex_unlock(&e->control_lock);
+
+        atomic_store_explicit(&e->control_pending, true, memory_order_release);
+        io_wake(e);
+        return 0;
+}
+
+void engine_job_cancel(EngineJob *j)
+{
+        Engine *e = j->engine;
+
+        if (!j->started || j->finished || !e)
+                return;
+        if (atomic_exchange(&j->cancel_requested, true))
+                return;
+        atomic_store(&e->cancel_pending, true);
+        atomic_store_explicit(&e->control_pending, true, memory_order_release);
+        io_wake(e);
+}
+
+void engine_job_get_progress(EngineJob *j, EngineJobProgress *ret)
+{
+        *ret = (EngineJobProgress){
+                .bytes_done = atomic_load_explicit(&j->bytes_done, memory_order_relaxed),
+                .bytes_total = atomic_load_explicit(&j->bytes_total, memory_order_relaxed),
+                .files_done = atomic_load_explicit(&j->files_done, memory_order_relaxed),
+                .files_total = j->n_inputs,
+                .files_failed = atomic_load_explicit(&j->files_failed, memory_order_relaxed),
+                .start_usec = atomic_load_explicit(&j->start_usec, memory_order_relaxed),
+                .running = atomic_load_explicit(&j->running, memory_order_relaxed),
+        };
+}
+
+size_t engine_job_get_n_inputs(EngineJob *j)
+{
+        return j->n_inputs;
+}
+
+HashAlgo engine_job_get_algo(EngineJob *j)
+{
+        return j->algo;
+}
+
+bool engine_job_is_finished(EngineJob *j)
+{
+        return j->finished;
+}

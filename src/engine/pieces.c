@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* pieces.c: one BLAKE3 file on every worker: buffer-sized pieces hashed to subtree CVs anywhere,
+ * merged here in file order */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "engine/engine-internal.h"
+#include "basic/macro.h"
+
+/* BLAKE3 files longer than one buffer are cut into buffer-sized pieces (a power of two of 1 KiB
+ * chunks, at multiples of their size: subtrees of BLAKE3's tree) hashed on all workers at once. */
+void file_choose_parallel(Engine *e, FileSlot *f)
+{
+        uint64_t p = f->chunk;
+
+        if (f->algo != HASH_BLAKE3 || e->n_workers < 2 || f->size <= p || (p & (p - 1)) != 0 ||
+            p % BLAKE3_CHUNK_LEN != 0)
+                return;
+        f->merge = malloc(sizeof(Blake3Merge));
+        if (!f->merge)
+                return; /* hashed on one worker instead */
+        blake3_merge_init(f->merge);
+        f->parallel = true;
+}
+
+/* A BLAKE3 piece goes to whichever worker has the least queued: one file on every core. */
+void send_piece(Engine *e, FileSlot *f, Buffer *b)
+{
+        Worker *w = pick_worker(e);
+
+        b->owner = BUF_WORKER;
+        b->piece = true;
+        b->piece_ok = b->fault = false;
+        f->pieces_out++;
+        atomic_fetch_add_explicit(&w->backlog, 1, memory_order_relaxed);
+        while (!spsc_queue_push(&w->in, &(WorkItem){ .file = f, .buf = b, .len = b->got, .flags = WORK_PIECE }))
+                sched_yield();
+        w->wake_pending = true;
+}
+
+/* A piece came back from a worker: merge, in file order, every CV whose turn has come. */
+void piece_returned(Engine *e, Buffer *b)
+{
+        FileSlot *f = b->file;
+
+        f->pieces_out--;
+        b->piece = false;
+        if (f->state != FILE_READING || !b->piece_ok) {
+                bool fault = b->fault;
+                buffer_put(e, b);
+                if (f->state == FILE_READING)
+                        /* Skipped because the job was cancelled, or the mapping faulted. */
+                        file_abort(e, f, fault ? ENGINE_FILE_CHANGED : ENGINE_FILE_CANCELLED, 0);
+                file_finish_io(e, f);
+                return;
+        }
+
+        /* Workers finish pieces in any order; hold the early ones (sorted by offset). */
+        Buffer **p = &f->cv_wait;
+        while (*p && (*p)->offset < b->offset)
+                p = &(*p)->next;
+        b->next = *p;
+        *p = b;
+
+        while (f->cv_wait && f->cv_wait->offset == f->merge_off) {
+                Buffer *c = f->cv_wait;
+                f->cv_wait = c->next;
+                f->merge_off += c->got;
+                f->hashed += c->got;
+                if (f->merge_off < f->size)
+                        blake3_merge_push(f->merge, c->cv, c->got / BLAKE3_CHUNK_LEN);
+                else {
+                        blake3_merge_finish(f->merge, c->cv, c->got, f->digest);
+                        f->digest_size = BLAKE3_OUT_LEN;
+                }
+                buffer_put(e, c);
+        }
+        file_dispatch_ready(e, f);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* read-buffered.c: copies through the page cache into pool buffers; every file can be read so */
+#include <fcntl.h>
+
+#include "engine/engine-internal.h"
+
+/* Readahead advice only pays off for files longer than one buffer. */
+static bool buffered_setup(Engine *e, FileSlot *f)
+{
+        if (f->size > e->buffer_size) {
+                ioring_fadvise(e->ring, f->fd, 0, f->size, POSIX_FADV_SEQUENTIAL, TAG(f, OP_FADVISE));
+                f->ops++;
+        }
+        return true;
+}
+
+static Buffer *buffered_start(Engine *e, FileSlot *f)
+{
+        Buffer *b = buffer_get_for(e, f, f->stream ? UINT64_MAX : f->size);
+
+        if (!b)
+                return NULL;
+        file_queue_buffer(e, f, b);
+        f->reads_in_flight++;
+        file_issue_read(e, f, b);
+        return b;
+}
+
+const ReadStrategyOps read_buffered_ops = {
+        .strategy = ENGINE_READ_BUFFERED,
+        .setup = buffered_setup,
+        .start = buffered_start,
+};

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* read-direct.c: a cold file opened by path is read with O_DIRECT into the pool, in requests that
+ * span several adjacent slots */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "engine/engine-internal.h"
+#include "basic/macro.h"
+
+/* O_DIRECT on our own fd, if the filesystem takes it with the alignment our reads have: offsets and
+ * lengths in whole 4 KiB units, buffers page-aligned (STATX_DIOALIGN says what the file needs). */
+static bool file_set_direct(FileSlot *f)
+{
+        struct statx stx;
+        uint32_t mem_align, off_align;
+        int fl;
+
+        if (f->fd_input)
+                return false; /* the caller's open file description: O_DIRECT would change theirs */
+        if (statx(f->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) < 0 || !(stx.stx_mask & STATX_DIOALIGN))
+                return false;
+        /* sys/stat.h takes struct statx from linux/stat.h, which has the 6.1 fields. */
+        mem_align = stx.stx_dio_mem_align;
+        off_align = stx.stx_dio_offset_align;
+        if (mem_align == 0 || off_align == 0 || mem_align > 4096 || off_align > 4096 ||
+            4096 % mem_align != 0 || 4096 % off_align != 0)
+                return false;
+        fl = fcntl(f->fd, F_GETFL);
+        if (fl < 0 || fcntl(f->fd, F_SETFL, fl | O_DIRECT) < 0)
+                return false;
+        return true;
+}
+
+/*
+ * How much one read of a file asks for. Cold O_DIRECT reads on this kind of device (a virtio disk,
+ * NVMe) get faster with the size of each request, up to a few MiB, and not with more requests of the
+ * same size: 1 MiB x 16 in flight read 1.2-1.5 GB/s, 4 MiB x 16 up to 2.4, fio --direct=1 2.0-2.6
+ * (bench/ANALYSIS.md, C1/C2). So an O_DIRECT file reads in requests of EngineConfig.direct_request
+ * (4 MiB), each filling that many adjacent pool slots, which are then hashed slot by slot as before:
+ *  - O_DIRECT at all only where file_set_direct() found STATX_DIOALIGN alignments that divide 4 KiB:
+ *    a span starts at a slot and is as aligned as one;
+ *  - at most a quarter of the pool per request, so that several requests are in flight and the
+ *    workers have slots to hash while the device fills the next ones (e->max_span);
+ *  - never more than the rest of the file (direct_start()), so a 1.5 MiB file is one 2-slot read;
+ *  - one slot per read when the pool is registered slot by slot (larger than 1 GiB).
+ * Buffered and mapped files keep one slot per read: the page cache's readahead sizes their I/O.
+ */
+static bool direct_setup(Engine *e, FileSlot *f)
+{
+        if (!file_set_direct(f))
+                return false;
+        f->span = f->chunk == e->buffer_size ? e->max_span : 1;
+        return true;
+}
+
+static Buffer *direct_start(Engine *e, FileSlot *f)
+{
+        unsigned n = 1, first = 0;
+        Buffer *b;
+
+        if (f->span > 1) {
+                unsigned want = (unsigned)MIN((uint64_t)f->span, DIV_ROUND_UP(f->size - f->issue_off, f->chunk));
+                n = pool_find_run(&e->pool, want, &first);
+                /* Fewer adjacent slots than wanted only when the device would otherwise have nothing
+                 * of this file to read; with a read in flight, wait until the slots the workers hand
+                 * back form a whole run (they come back in file order, so they do). */
+                if (n == 0 || (n < want && f->reads_in_flight > 0))
+                        return NULL;
+                b = buffer_take(e, f, first);
+        } else if (!(b = buffer_get(e, f)))
+                return NULL;
+
+        file_queue_buffer(e, f, b);
+        if (n > 1) {
+                /* One read fills slots first..first+n-1, adjacent in memory: the leader b asks for all
+                 * of it; the followers wait in the FIFO, marked in flight, until span_split(). */
+                for (unsigned i = 1; i < n; i++) {
+                        Buffer *x = buffer_take(e, f, first + i);
+                        file_queue_buffer(e, f, x);
+                        x->in_flight = true;
+                }
+                b->want = (uint32_t)(f->issue_off - b->offset);
+                b->span = n;
+        }
+        /* O_DIRECT lengths are whole blocks: the last read asks past the end and gets the rest of the
+         * file (slots are multiples of 4 KiB, so this fits). */
+        b->want = (uint32_t)ALIGN_TO((uint64_t)b->want, (uint64_t)4096);
+        f->reads_in_flight++;
+        file_issue_read(e, f, b);
+        return b;
+}
+
+/* O_DIRECT refused this read after all (an alignment the statx did not announce, a short read that
+ * left an unaligned offset): finish the file through the page cache. Other reads issued O_DIRECT
+ * before the switch come back the same way and are simply issued again. */
+bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b)
+{
+        if (f->caller_direct)
+                return false; /* the caller's open file description: never changed, so an error */
+        if (f->strategy == ENGINE_READ_DIRECT) {
+                int fl = fcntl(f->fd, F_GETFL);
+                if (fl >= 0 && fcntl(f->fd, F_SETFL, fl & ~O_DIRECT) >= 0) {
+                        f->strategy = ENGINE_READ_BUFFERED;
+                        f->span = 1;
+                }
+        }
+        if (f->strategy != ENGINE_READ_BUFFERED)
+                return false;
+        b->want = (uint32_t)MIN((uint64_t)b->want, f->size - b->offset);
+        file_issue_read(e, f, b);
+        return true;
+}
+
+const ReadStrategyOps read_direct_ops = {
+        .strategy = ENGINE_READ_DIRECT,
+        .setup = direct_setup,
+        .start = direct_start,
+};

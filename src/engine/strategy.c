@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* strategy.c: how a regular file is read, decided once when it opens (see EngineReadStrategy) */
+#include "engine/engine-internal.h"
+#include "basic/macro.h"
+#include "io/pagecache.h"
+
+const ReadStrategyOps *read_strategy_ops(EngineReadStrategy s)
+{
+        switch (s) {
+        case ENGINE_READ_MMAP:
+                return &read_mmap_ops;
+        case ENGINE_READ_DIRECT:
+                return &read_direct_ops;
+        default:
+                return &read_buffered_ops;
+        }
+}
+
+/* Hashes faster than one core copies from the page cache (measured, 4 GiB hot: XXH128 16 GB/s with
+ * reads overlapping the hashing, 11-13 GB/s walking a mapping on one worker). */
+static bool algo_outruns_copy(HashAlgo a)
+{
+        return a == HASH_XXH3 || a == HASH_XXH128 || a == HASH_CRC32C;
+}
+
+/* Picks how a regular file is read (see EngineReadStrategy): one cachestat per file above
+ * ENGINE_PROBE_MIN, then the chosen strategy's setup; BUFFERED when that refuses. */
+void file_choose_strategy(Engine *e, FileSlot *f)
+{
+        EngineReadStrategy want = f->job->options.strategy;
+        bool dontcache = f->job->options.dontcache;
+        PageCacheState pc;
+        bool known, all_cached, cold;
+
+        f->strategy = ENGINE_READ_BUFFERED;
+        /* A file system that may hang is read only by the ring: no probe (mincore maps the file), no
+         * mapping (its faults would call the server from a worker), no O_DIRECT switch. */
+        if (want == ENGINE_READ_BUFFERED || f->untrusted || (want == ENGINE_READ_AUTO && f->size < ENGINE_PROBE_MIN))
+                goto buffered;
+
+        known = pagecache_probe(f->fd, f->size, &pc) >= 0;
+        all_cached = known && pc.cached >= pc.pages;
+        /* Cold: (almost) nothing cached, and nothing dirty that O_DIRECT would first have to flush. */
+        cold = known && pc.cached <= pc.pages / 16 && pc.dirty == 0 && pc.writeback == 0;
+
+        /* A mapping of a partly cached file would fault the rest in: not cache-neutral. */
+        if ((want == ENGINE_READ_MMAP && (!dontcache || all_cached)) ||
+            (want == ENGINE_READ_AUTO && all_cached && f->size >= ENGINE_MAP_MIN && !algo_outruns_copy(f->algo))) {
+                if (read_mmap_ops.setup(e, f)) {
+                        f->strategy = ENGINE_READ_MMAP;
+                        return;
+                }
+        }
+        if (want == ENGINE_READ_DIRECT || (want == ENGINE_READ_AUTO && cold)) {
+                if (read_direct_ops.setup(e, f)) {
+                        f->strategy = ENGINE_READ_DIRECT;
+                        return;
+                }
+        }
+buffered:
+        if (f->caller_direct) {
+                /* The caller opened it O_DIRECT: whole aligned blocks into the pool, as DIRECT reads
+                 * (read_direct_setup() without the switch, which is already made). */
+                f->strategy = ENGINE_READ_DIRECT;
+                f->span = f->chunk == e->buffer_size ? e->max_span : 1;
+                return;
+        }
+        (void)read_buffered_ops.setup(e, f);
+}
