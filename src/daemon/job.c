@@ -126,6 +126,8 @@ int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const Engin
         j->algo = algo;
         j->state = JOB_QUEUED;
         j->engine_options = *options;
+        /* Fair share between uids in the engine: one user's silent pipes cannot take another's. */
+        j->engine_options.share_group = uid;
         j->allow_streams = allow_streams;
         j->open = open;
         j->owner_ref.gone = on_owner_gone;
@@ -274,16 +276,6 @@ int job_fail_input(Job *j, size_t i, const char *error_name, const char *message
         /* Queued when the call's inputs are committed, sent from the batch timer, hence after the
          * method reply that names the job and the input's index. */
         return job_results_set_error(&j->results, i, error_name, "%s", message);
-}
-
-bool job_is_finished(const Job *j)
-{
-        return j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_CANCELLED;
-}
-
-bool job_is_open(const Job *j)
-{
-        return j->started && j->open && !job_is_finished(j);
 }
 
 /* Input i has its result: it goes out with the next batch and no longer counts against the uid. */

@@ -111,13 +111,22 @@ int job_start(Job *j, sd_bus *bus);
 /* Hands a later call's inputs to the engine; more = false closes the job. On failure the call's
  * inputs are still there for job_abort_inputs(). */
 int job_commit_inputs(Job *j, bool more);
+
+/* Done, failed or cancelled. */
+static inline bool job_is_finished(const Job *j)
+{
+        return j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_CANCELLED;
+}
 /* Whether a call may still add inputs: started, open, not finished. */
-bool job_is_open(const Job *j);
+static inline bool job_is_open(const Job *j)
+{
+        return j->started && j->open && !job_is_finished(j);
+}
+
 /* Cancel(): unfinished files end Cancelled, the job is closed, the owner gets JobFinished
  * "cancelled". */
 void job_cancel(Job *j);
 
-bool job_is_finished(const Job *j);
 /* Refreshes the progress counters from the engine; returns true if they changed. Reads only the
  * parts the engine can be working on (begun, not done). */
 bool job_update_progress(Job *j);
