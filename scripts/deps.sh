@@ -7,6 +7,7 @@ fhash_build_packages=(
     gcc meson ninja-build pkg-config
     liburing-dev libssl-dev libsystemd-dev libxxhash-dev libb2-dev libcmocka-dev
     librust-blake3-dev libdbus-1-dev systemd scdoc bash-completion
+    uthash-dev
 )
 fhash_test_packages=(
     dbus python3-dbus python3-gi libglib2.0-bin

@@ -74,7 +74,7 @@ static void expect_file_error(const char *text, const char *expected)
 {
         _cleanup_free_ char *p = write_file("bad.conf", text);
         _cleanup_free_ char *err = NULL, *want = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS, d = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults(), d = config_defaults();
 
         assert_int_equal(config_load_file(&c, p, &err), -EINVAL);
         assert_non_null(err);
@@ -107,7 +107,7 @@ static void test_defaults(void **state)
 static void test_missing_file(void **state)
 {
         _cleanup_free_ char *p = NULL, *d = NULL, *err = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS, def = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults(), def = config_defaults();
 
         assert_true(asprintf(&p, "%s/nope.conf", dir) > 0);
         assert_true(asprintf(&d, "%s/nope.conf.d", dir) > 0);
@@ -139,7 +139,7 @@ static void test_every_key(void **state)
                                             "MaxFileSize=2G\n"
                                             "IOMode=pread\n");
         _cleanup_free_ char *err = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
         const FhashConfig want = {
                 .workers = 3,
                 .buffer_size = 256 * 1024,
@@ -180,7 +180,7 @@ static void test_io_modes(void **state)
                 { "uring", IO_MODE_URING },
                 { "pread", IO_MODE_PREAD },
         };
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
                 c.io_mode = modes[(i + 1) % ELEMENTSOF(modes)].m;
@@ -198,7 +198,7 @@ static void test_whitespace_crlf_and_sections(void **state)
                                             "[Daemon]\n"
                                             "BufferSize=\t1m\n"
                                             "Workers=6"); /* no final newline */
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         assert_int_equal(config_load_file(&c, p, NULL), 1);
         assert_int_equal(c.workers, 6);
@@ -223,7 +223,7 @@ static void test_size_suffixes(void **state)
                 { "16777215T", UINT64_C(16777215) << 40 },
                 { "18446744073709551615", UINT64_MAX },
         };
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
                 _cleanup_free_ char *err = NULL;
@@ -268,7 +268,7 @@ static void test_overflow_and_ranges(void **state)
                 { "IOMode", "fast", "IOMode=fast: invalid I/O mode (auto, uring-registered, uring, pread)" },
                 { "IOMode", "AUTO", "IOMode=AUTO: invalid I/O mode (auto, uring-registered, uring, pread)" },
         };
-        FhashConfig c = FHASH_CONFIG_DEFAULTS, def = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults(), def = config_defaults();
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *err = NULL;
@@ -292,7 +292,7 @@ static void test_overflow_and_ranges(void **state)
 static void test_set_and_reset(void **state)
 {
         _cleanup_free_ char *err = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         assert_int_equal(config_set(&c, "Workers", "9", &err), 0);
         assert_int_equal(c.workers, 9);
@@ -341,7 +341,7 @@ static void test_error_messages(void **state)
 static void test_nul_byte(void **state)
 {
         _cleanup_free_ char *p = NULL, *err = NULL, *want = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
         FILE *f;
 
         assert_true(asprintf(&p, "%s/nul.conf", dir) > 0);
@@ -357,7 +357,7 @@ static void test_nul_byte(void **state)
 static void test_unreadable(void **state)
 {
         _cleanup_free_ char *err = NULL, *want = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         /* A directory opens but cannot be read: the error names the file and says why. */
         assert_int_equal(config_load_file(&c, dir, &err), -EISDIR);
@@ -371,7 +371,7 @@ static void test_dropin_order(void **state)
 {
         _cleanup_free_ char *main_path = write_file("fhashd.conf", "[Daemon]\nWorkers=2\nBuffers=16\nIdleExitSec=5\n");
         _cleanup_free_ char *d = NULL, *err = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         free(write_file("fhashd.conf.d/20-b.conf", "[Daemon]\nWorkers=4\nBufferSize=2M\n"));
         free(write_file("fhashd.conf.d/10-a.conf", "[Daemon]\nWorkers=3\nMaxOpenFiles=9\n"));
@@ -397,7 +397,7 @@ static void test_dropin_order(void **state)
         assert_int_equal(c.idle_exit_sec, 30);
 
         /* Drop-ins without a main file. */
-        c = FHASH_CONFIG_DEFAULTS;
+        c = config_defaults();
         assert_int_equal(config_load(&c, NULL, d, &err), 4);
         assert_int_equal(c.workers, 4);
         assert_int_equal(c.buffers, 0);
@@ -408,7 +408,7 @@ static void test_dropin_error_is_atomic(void **state)
         _cleanup_free_ char *main_path = write_file("fhashd.conf", "[Daemon]\nWorkers=2\n");
         _cleanup_free_ char *bad = write_file("fhashd.conf.d/50-bad.conf", "[Daemon]\n\nBuffers=lots\n");
         _cleanup_free_ char *d = NULL, *err = NULL, *want = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS, def = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults(), def = config_defaults();
 
         free(write_file("fhashd.conf.d/10-ok.conf", "[Daemon]\nWorkers=3\n"));
         assert_true(asprintf(&d, "%s/fhashd.conf.d", dir) > 0);
@@ -423,7 +423,7 @@ static void test_dropin_dir_is_file(void **state)
 {
         _cleanup_free_ char *f = write_file("notadir", "x\n");
         _cleanup_free_ char *err = NULL, *want = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults();
 
         assert_int_equal(config_load(&c, NULL, f, &err), -ENOTDIR);
         assert_true(asprintf(&want, "%s: %s", f, strerror(ENOTDIR)) > 0);
@@ -436,7 +436,7 @@ static void test_shipped_file(void **state)
          * "#Key=Value" line must parse and give exactly the built-in defaults. */
         const char *src = getenv("FHASH_SOURCE_ROOT");
         _cleanup_free_ char *in = NULL, *out = NULL, *cmd = NULL, *err = NULL;
-        FhashConfig c = FHASH_CONFIG_DEFAULTS, def = FHASH_CONFIG_DEFAULTS;
+        FhashConfig c = config_defaults(), def = config_defaults();
         unsigned n_keys = 0;
         char line[512];
         FILE *fi, *fo;

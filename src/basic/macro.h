@@ -2,6 +2,28 @@
 /* macro.h: cleanup attributes, ownership transfer and small helpers used everywhere */
 #pragma once
 
+/*
+ * The error convention, for every function in fhash that returns int (as dbus-broker's and
+ * systemd's):
+ *
+ *   < 0   a failure, as -errno (-ENOMEM, -EINVAL, ...). The caller forwards it unchanged or gives up;
+ *         it never has to guess what went wrong from anything else. Convert libc's -1 + errno at the
+ *         call site (RET_NERRNO(), negative_errno() below).
+ *   0     success.
+ *   > 0   success with a named outcome, documented next to the function that returns it: a count
+ *         (engine_job_add_fd() returns the input's index), "the file did not exist" (config_load_file()
+ *         returns 0 for that, 1 for a file read), or an expected refusal that is not a failure of
+ *         the code, such as a quota that is reached (USER_E_QUOTA in daemon/user.h, the way
+ *         dbus-broker's REPLY_E_QUOTA works). A caller turns an outcome into what its user sees (a
+ *         D-Bus error name, an exit status).
+ *
+ * Output parameters (ret_...) come last and are written only on success. Library code never logs;
+ * program code (main(), bus handlers, fhashctl's verbs) logs once, with the errno text:
+ * `return log_error_errno(r, "Failed to ...: %m");`. A main()-level argument parser returns 1 to go
+ * on, 0 to exit successfully (--help, --version) and < 0 on an error it has logged, as systemd's
+ * parse_argv().
+ */
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,6 +75,13 @@ static inline void cpu_relax(void)
                 _fd_;                                                                                      \
         })
 
+/* free() that returns NULL, to be assigned back: p = mfree(p). */
+static inline void *mfree(void *p)
+{
+        free(p);
+        return NULL;
+}
+
 static inline void freep(void *p)
 {
         free(*(void **)p);
@@ -92,8 +121,9 @@ static inline bool streq_ptr(const char *a, const char *b)
 }
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
-/* Doubly linked lists through the item's next and prev fields, head first (as systemd's list.h). */
-#define LIST_PREPEND(head, item)                                                                           \
+/* Doubly linked lists through the item's next and prev fields, head first (as systemd's list.h).
+ * The _BY forms name the two fields, for an item that sits in more than one list. */
+#define LIST_PREPEND_BY(next, prev, head, item)                                                            \
         do {                                                                                               \
                 (item)->prev = NULL;                                                                       \
                 (item)->next = (head);                                                                     \
@@ -102,7 +132,7 @@ static inline bool streq_ptr(const char *a, const char *b)
                 (head) = (item);                                                                           \
         } while (0)
 /* Unlinks item; an item that is not listed (no prev and not the head) leaves the list as it is. */
-#define LIST_REMOVE(head, item)                                                                            \
+#define LIST_REMOVE_BY(next, prev, head, item)                                                             \
         do {                                                                                               \
                 if ((item)->prev)                                                                          \
                         (item)->prev->next = (item)->next;                                                 \
@@ -112,6 +142,11 @@ static inline bool streq_ptr(const char *a, const char *b)
                         (item)->next->prev = (item)->prev;                                                 \
                 (item)->next = (item)->prev = NULL;                                                        \
         } while (0)
+#define LIST_PREPEND(head, item) LIST_PREPEND_BY(next, prev, head, item)
+#define LIST_REMOVE(head, item) LIST_REMOVE_BY(next, prev, head, item)
+
+/* The struct of type that holds member at ptr. */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /* Convert a libc return value (-1 and errno) into -errno. */
 static inline int negative_errno(void)

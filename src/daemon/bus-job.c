@@ -6,12 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/bus-job.h"
-#include "daemon/bus-util.h"
-#include "fhash/fhash-dbus.h"
 #include "basic/log.h"
 #include "basic/strv.h"
-#include "daemon/manager.h"
+#include "daemon/bus-job.h"
+#include "daemon/peer.h"
+#include "fhash/fhash-dbus.h"
 
 /*
  * Access: a job, its results, its names and even its progress belong to the uid that created it.
@@ -23,46 +22,46 @@
  * job.
  */
 
-static int job_from_path(Manager *m, const char *path, Job **ret)
+static Job *job_from_path(Context *c, const char *path)
 {
         const char *p;
         uint64_t id = 0;
         size_t l = strlen(FHASH_JOB_PATH_PREFIX);
 
         if (strncmp(path, FHASH_JOB_PATH_PREFIX "/", l + 1) != 0)
-                return 0;
+                return NULL;
         p = path + l + 1;
         if (*p == '\0' || *p == '0')
-                return 0;
+                return NULL;
         for (; *p; p++) {
                 if (*p < '0' || *p > '9' || id > (UINT64_MAX - 9) / 10)
-                        return 0;
+                        return NULL;
                 id = id * 10 + (uint64_t)(*p - '0');
         }
-        *ret = manager_find_job(m, id);
-        return *ret ? 1 : 0;
+        return registry_find_job(&c->registry, id);
 }
 
 static int job_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **ret_found,
                     sd_bus_error *error)
 {
-        Manager *m = userdata;
+        Context *c = userdata;
         sd_bus_message *msg;
-        Job *j = NULL;
+        Job *j;
         uid_t uid;
         int r;
 
-        if (job_from_path(m, path, &j) <= 0)
+        j = job_from_path(c, path);
+        if (!j)
                 return 0;
 
         msg = sd_bus_get_current_message(bus);
         if (msg) {
-                r = owner_sender_uid(m, msg, &uid);
+                r = bus_read_caller_uid(c, msg, &uid, error);
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+                        return r;
                 if (uid != 0 && uid != j->uid)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                                 "Job %" PRIu64 " belongs to another user.", j->id);
+                                                 "Job %" PRIu64 " belongs to another user.", j->entry.id);
         }
         *ret_found = j;
         return 1;
@@ -70,32 +69,29 @@ static int job_find(sd_bus *bus, const char *path, const char *interface, void *
 
 static int job_enumerate(sd_bus *bus, const char *path, void *userdata, char ***ret_nodes, sd_bus_error *error)
 {
-        Manager *m = userdata;
+        Context *c = userdata;
         sd_bus_message *msg = sd_bus_get_current_message(bus);
+        _cleanup_strv_free_ char **nodes = NULL;
         uid_t uid = 0;
-        char **nodes;
         size_t n = 0;
         int r;
 
         if (msg) {
-                r = owner_sender_uid(m, msg, &uid);
+                r = bus_caller_uid(c, msg, &uid);
                 if (r < 0)
                         return r;
         }
-        nodes = calloc((size_t)m->n_jobs + 1, sizeof(char *));
+        nodes = calloc((size_t)registry_n_jobs_of(&c->registry, uid) + 1, sizeof(char *));
         if (!nodes)
                 return -ENOMEM;
-        for (Job *j = m->jobs; j; j = j->next) {
-                if (uid != 0 && uid != j->uid)
-                        continue;
-                nodes[n] = strdup(j->object_path);
-                if (!nodes[n]) {
-                        strv_free(nodes);
+        /* Only the caller's own jobs (all for root): the walk costs what it lists. */
+        REGISTRY_FOREACH_JOB_OF(e, &c->registry, uid) {
+                nodes[n] = strdup(e->job->object_path);
+                if (!nodes[n])
                         return -ENOMEM;
-                }
                 n++;
         }
-        *ret_nodes = nodes;
+        *ret_nodes = TAKE_PTR(nodes);
         return 0;
 }
 
@@ -120,7 +116,7 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         Job *j = userdata;
 
         /* job_find() already refused other users. Cancelling a finished job is a no-op. */
-        log_debug("Job %" PRIu64 " cancelled by %s.", j->id, owner_caller_name(j->manager, msg) ?: "?");
+        log_debug("Job %" PRIu64 " cancelled by %s.", j->entry.id, bus_caller_name(j->context, msg) ?: "?");
         job_cancel(j);
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -128,17 +124,17 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 /* AddFds and Close: the owner's connection only, not even root (the results go to the owner). */
 static int check_owner_connection(Job *j, sd_bus_message *msg, sd_bus_error *error)
 {
-        if (!streq_ptr(owner_caller_name(j->manager, msg), j->owner))
+        if (!streq_ptr(bus_caller_name(j->context, msg), j->owner))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Only the connection that created job %" PRIu64 " may add to or close it.",
-                                         j->id);
+                                         j->entry.id);
         return 0;
 }
 
 static int job_closed_error(Job *j, sd_bus_error *error)
 {
         return sd_bus_error_setf(error, FHASH_ERROR_JOB_CLOSED, "Job %" PRIu64 " takes no more inputs: it is %s.",
-                                 j->id,
+                                 j->entry.id,
                                  job_is_finished(j) ? job_state_to_string(j->state)
                                  : j->cancelled     ? "cancelled"
                                                     : "closed");
@@ -165,12 +161,11 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
                 }
                 if (inputs[k].error_name)
                         r = job_fail_input(j, i, inputs[k].error_name, inputs[k].error_message);
-                else if (inputs[k].fd >= 0) {
-                        r = job_add_fd(j, i, inputs[k].fd);
+                else {
+                        r = job_add_input(j, i, inputs[k].fd, inputs[k].path);
                         if (r >= 0)
                                 inputs[k].fd = -EBADF;  /* the engine owns it now */
-                } else
-                        r = job_add_path(j, i, inputs[k].path);
+                }
                 if (r < 0)
                         return r;
         }
@@ -181,7 +176,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Job *j = userdata;
-        Manager *m = j->manager;
+        Context *c = j->context;
         HashOptions o = {};
         HashInput *inputs = NULL;
         int raw[FHASH_MAX_FDS_PER_CALL];
@@ -205,10 +200,16 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         }
         /* The per-uid file quota counts added files like any others; the job itself is counted
-         * already, so the job quota does not apply. */
-        r = manager_check_quota(m, j->uid, false, n, error);
+         * already, so the job quota does not apply. Checked before the fds are, as it always was;
+         * job_begin_inputs() takes the charge. */
+        r = bus_check_accepting(c, error);
         if (r < 0)
                 goto finish;
+        r = user_check(&c->registry.users, j->uid, USER_RESOURCE_FILES, n);
+        if (r > 0) {
+                r = bus_error_quota(c, j->uid, USER_RESOURCE_FILES, r, n, error);
+                goto finish;
+        }
 
         r = bus_check_fds(raw, n, j->allow_streams, &inputs, error);
         if (r < 0)
@@ -218,7 +219,11 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
         if (r == -E2BIG) {
                 r = sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                       "Job %" PRIu64 " has %" PRIu32 " inputs; a job holds at most %" PRIu32 ".",
-                                      j->id, j->n_inputs, JOB_INPUTS_MAX);
+                                      j->entry.id, j->results.n_inputs, JOB_INPUTS_MAX);
+                goto finish;
+        }
+        if (r > 0) {
+                r = bus_error_quota(c, j->uid, USER_RESOURCE_FILES, r, n, error);
                 goto finish;
         }
         if (r < 0)
@@ -239,7 +244,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         begun = false;
 
-        log_debug("Job %" PRIu64 ": %zu more inputs from index %" PRIu32 "%s.", j->id, n, first,
+        log_debug("Job %" PRIu64 ": %zu more inputs from index %" PRIu32 "%s.", j->entry.id, n, first,
                   o.more ? "" : ", closed");
         r = sd_bus_send(NULL, reply, NULL);
 finish:
@@ -263,37 +268,36 @@ static int method_close(sd_bus_message *msg, void *userdata, sd_bus_error *error
                 r = job_commit_inputs(j, false);
                 if (r < 0)
                         return r;
-                log_debug("Job %" PRIu64 " closed by its owner.", j->id);
+                log_debug("Job %" PRIu64 " closed by its owner.", j->entry.id);
         }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-int bus_job_append_result(sd_bus_message *reply, Job *j, size_t i)
+/* Appends the (ustss) of input i. */
+static int append_result(sd_bus_message *m, Job *j, size_t i)
 {
-        const JobResult *res = &j->results[i];
+        const JobResult *res = &j->results.items[i];
 
-        return sd_bus_message_append(reply, "(ustss)", (uint32_t)i, res->name ? res->name : "", res->size,
+        return sd_bus_message_append(m, "(ustss)", (uint32_t)i, res->name ? res->name : "", res->size,
                                      res->digest, res->error ? res->error : "");
 }
 
 static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
-        sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Job *j = userdata;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_open_container(reply, SD_BUS_TYPE_ARRAY, "(ustss)");
-        for (size_t i = 0; r >= 0 && i < j->n_inputs; i++)
-                if (j->results[i].done)
-                        r = bus_job_append_result(reply, j, i);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, SD_BUS_TYPE_ARRAY, "(ustss)");
+        for (size_t i = 0; r >= 0 && i < j->results.n_inputs; i++)
+                if (j->results.items[i].done)
+                        r = append_result(reply, j, i);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         return r;
 }
 
@@ -302,8 +306,8 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Algorithm", "s", property_get_algorithm, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         /* Grows while the job is open (AddFds). */
-        SD_BUS_PROPERTY("FilesTotal", "u", NULL, offsetof(Job, n_inputs), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("FilesDone", "u", NULL, offsetof(Job, files_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesTotal", "u", NULL, offsetof(Job, results.n_inputs), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesDone", "u", NULL, offsetof(Job, results.files_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("BytesTotal", "t", NULL, offsetof(Job, bytes_total), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("BytesDone", "t", NULL, offsetof(Job, bytes_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Rate", "t", NULL, offsetof(Job, rate), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -321,110 +325,110 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int bus_job_register(Manager *m, sd_bus *bus)
+int bus_job_register(Context *c, sd_bus *bus)
 {
         int r;
 
         r = sd_bus_add_fallback_vtable(bus, NULL, FHASH_JOB_PATH_PREFIX, FHASH_JOB_INTERFACE, job_vtable,
-                                       job_find, m);
+                                       job_find, c);
         if (r < 0)
                 return r;
-        return sd_bus_add_node_enumerator(bus, NULL, FHASH_JOB_PATH_PREFIX, job_enumerate, m);
+        return sd_bus_add_node_enumerator(bus, NULL, FHASH_JOB_PATH_PREFIX, job_enumerate, c);
 }
 
 /* Where signals about a job go: the owner's connection, fhashd's bus or a direct connection. */
 static sd_bus *job_bus(Job *j)
 {
-        return j->owner_ref ? j->owner_ref->bus : j->manager->bus;
+        return j->owner_ref.owner ? j->owner_ref.owner->bus : j->context->bus;
 }
 
-/* Signals about a job are addressed to its owner only: dbus-daemon then delivers them to that
- * connection and to nobody else, whatever match rules others add. On a direct connection the owner
- * is the only one there. */
+/* A signal about j, on path (the manager's or the job's object) of interface, to fill in. */
+static int job_new_signal(Job *j, const char *path, const char *interface, const char *member,
+                          sd_bus_message **ret)
+{
+        return sd_bus_message_new_signal(job_bus(j), ret, path, interface, member);
+}
+
+/* Sends a signal about a job to its owner only: dbus-daemon then delivers it to that connection and
+ * to nobody else, whatever match rules others add. On a direct connection the owner is the only one
+ * there. Takes msg. */
 static int job_send_unicast(Job *j, sd_bus_message *msg)
 {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = msg;
+        Context *c = j->context;
         sd_bus *bus = job_bus(j);
         int r;
 
-        if (bus == j->manager->bus) {
-                r = sd_bus_message_set_destination(msg, j->owner);
+        if (bus == c->bus) {
+                r = sd_bus_message_set_destination(m, j->owner);
                 if (r < 0)
                         return r;
         }
-        r = sd_bus_send(bus, msg, NULL);
-        if (r >= 0)
-                peer_check_backlog(j->manager, bus);
+        r = sd_bus_send(bus, m, NULL);
         if (r < 0)
-                log_debug_errno(r, "Failed to send a signal about job %" PRIu64 " to %s: %m", j->id, j->owner);
+                return log_debug_errno(r, "Failed to send a signal about job %" PRIu64 " to %s: %m", j->entry.id,
+                                       j->owner);
+        peer_check_backlog(c, bus);
         return r;
 }
 
 int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n)
 {
-        sd_bus_message *msg = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(job_bus(j), &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
-                                      "FilesHashed");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(msg, "o", j->object_path);
+        r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "FilesHashed", &msg);
+        if (r >= 0)
+                r = sd_bus_message_append(msg, "o", j->object_path);
         if (r >= 0)
                 r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "(ustss)");
         for (size_t k = 0; r >= 0 && k < n; k++)
-                r = bus_job_append_result(msg, j, indices[k]);
+                r = append_result(msg, j, indices[k]);
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
-        if (r >= 0)
-                r = job_send_unicast(j, msg);
-        sd_bus_message_unref(msg);
-        return r;
+        if (r < 0)
+                return r;
+        return job_send_unicast(j, TAKE_PTR(msg));
 }
 
 int bus_job_emit_finished(Job *j)
 {
-        sd_bus_message *msg = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         int r;
 
-        r = sd_bus_message_new_signal(job_bus(j), &msg, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
-                                      "JobFinished");
+        r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "JobFinished", &msg);
+        if (r >= 0)
+                r = sd_bus_message_append(msg, "osuu", j->object_path, job_state_to_string(j->state),
+                                          j->results.files_ok, j->results.files_failed);
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(msg, "osuu", j->object_path, job_state_to_string(j->state), j->files_ok,
-                                  j->files_failed);
-        if (r >= 0)
-                r = job_send_unicast(j, msg);
-        sd_bus_message_unref(msg);
-        return r;
+        return job_send_unicast(j, TAKE_PTR(msg));
 }
 
 int bus_job_emit_properties_changed(Job *j, bool state, bool progress)
 {
-        sd_bus_message *msg = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         int r;
 
         if (!j->started)
                 return 0;
-        r = sd_bus_message_new_signal(job_bus(j), &msg, j->object_path, "org.freedesktop.DBus.Properties",
-                                      "PropertiesChanged");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(msg, "s", FHASH_JOB_INTERFACE);
+        r = job_new_signal(j, j->object_path, "org.freedesktop.DBus.Properties", "PropertiesChanged", &msg);
+        if (r >= 0)
+                r = sd_bus_message_append(msg, "s", FHASH_JOB_INTERFACE);
         if (r >= 0)
                 r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "{sv}");
         if (r >= 0 && state)
                 r = sd_bus_message_append(msg, "{sv}", "State", "s", job_state_to_string(j->state));
         if (r >= 0 && progress)
-                r = sd_bus_message_append(msg, "{sv}{sv}{sv}{sv}{sv}{sv}", "FilesTotal", "u", j->n_inputs,
-                                          "FilesDone", "u", j->files_done, "BytesTotal", "t", j->bytes_total,
+                r = sd_bus_message_append(msg, "{sv}{sv}{sv}{sv}{sv}{sv}", "FilesTotal", "u", j->results.n_inputs,
+                                          "FilesDone", "u", j->results.files_done, "BytesTotal", "t", j->bytes_total,
                                           "BytesDone", "t", j->bytes_done, "Rate", "t", j->rate, "Progress", "d",
                                           j->progress);
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "as", 0);
-        if (r >= 0)
-                r = job_send_unicast(j, msg);
-        sd_bus_message_unref(msg);
-        return r;
+        if (r < 0)
+                return r;
+        return job_send_unicast(j, TAKE_PTR(msg));
 }

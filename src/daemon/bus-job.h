@@ -5,22 +5,18 @@
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
-#include "daemon/bus-util.h"
+#include "daemon/bus-args.h"
+#include "daemon/context.h"
 #include "daemon/job.h"
-
-typedef struct Manager Manager;
 
 /* Adds the fallback vtable and node enumerator below FHASH_JOB_PATH_PREFIX of bus: fhashd's bus, or a
  * direct connection. */
-int bus_job_register(Manager *m, sd_bus *bus);
+int bus_job_register(Context *c, sd_bus *bus);
 
 /* Fills the inputs of the call being added, first..first+n-1 (job_begin_inputs()), from the call's
  * checked inputs and options: names, expected digests, fds (taken: inputs[k].fd becomes -EBADF once
  * the engine owns it), paths, up-front failures. Shared by HashFds, HashPaths and AddFds. */
 int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, const HashOptions *o);
-
-/* Appends the (ustss) of input i. */
-int bus_job_append_result(sd_bus_message *reply, Job *j, size_t i);
 
 /* FilesHashed(o, a(ustss)) with the n results listed in indices, unicast to the owner. */
 int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n);

@@ -4,7 +4,7 @@
 
 #include <systemd/sd-bus.h>
 
-typedef struct Manager Manager;
+#include "daemon/context.h"
 
 /* Adds the Manager vtable on FHASH_MANAGER_PATH of bus: fhashd's bus, or a direct connection. */
-int bus_manager_register(Manager *m, sd_bus *bus);
+int bus_manager_register(Context *c, sd_bus *bus);

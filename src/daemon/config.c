@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* config.c: fhashd's settings: one table of keys for the file, the command line and the defaults */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -12,41 +13,65 @@
 #include "daemon/config.h"
 #include "basic/macro.h"
 
-typedef enum ConfigType {
-        CONFIG_UNSIGNED, /* unsigned, decimal digits only */
-        CONFIG_SIZE,     /* uint64_t, digits and an optional K/M/G/T suffix */
-        CONFIG_IO_MODE,  /* IoMode */
-} ConfigType;
-
-typedef struct ConfigKey {
-        const char *name;
-        ConfigType type;
-        size_t offset;
-        uint64_t min, max;
-} ConfigKey;
-
-#define KEY(n, t, field, lo, hi) { n, t, offsetof(FhashConfig, field), lo, hi }
+#define KEY(id, n, t, field, def, lo, hi, opt, arg, text)                                                  \
+        [id] = { .name = n, .type = t, .offset = offsetof(FhashConfig, field), .default_value = def,       \
+                 .min = lo, .max = hi, .option = opt, .metavar = arg, .help = text }
 
 /* Ranges keep a typo from starving or exhausting the machine; the engine's are its own limits
- * (engine.h), so whatever the file accepts, engine_new() accepts too. */
-static const ConfigKey config_keys[] = {
-        KEY("Workers", CONFIG_UNSIGNED, workers, 0, ENGINE_MAX_WORKERS),
-        KEY("BufferSize", CONFIG_SIZE, buffer_size, 4096, ENGINE_MAX_BUFFER_SIZE),
-        KEY("Buffers", CONFIG_UNSIGNED, buffers, 0, ENGINE_MAX_BUFFERS),
-        KEY("MaxOpenFiles", CONFIG_UNSIGNED, max_open_files, 1, ENGINE_MAX_OPEN),
-        KEY("IdleExitSec", CONFIG_UNSIGNED, idle_exit_sec, 0, UINT_MAX),
-        KEY("KeepFinishedSec", CONFIG_UNSIGNED, keep_finished_sec, 0, UINT_MAX),
-        KEY("MaxPathsPerCall", CONFIG_UNSIGNED, max_paths_per_call, 1, 10000000),
-        KEY("MaxJobsPerUID", CONFIG_UNSIGNED, max_jobs_per_uid, 0, UINT_MAX),
-        KEY("MaxQueuedFilesPerUID", CONFIG_UNSIGNED, max_queued_files_per_uid, 0, UINT_MAX),
-        KEY("MaxBytesInFlightPerUID", CONFIG_SIZE, max_bytes_in_flight_per_uid, 0, UINT64_MAX),
-        KEY("MaxFileSize", CONFIG_SIZE, max_file_size, 0, UINT64_MAX),
-        KEY("IOMode", CONFIG_IO_MODE, io_mode, 0, 0),
+ * (engine.h), so whatever the file accepts, engine_new() accepts too. The defaults are written as in
+ * fhashd.conf, and parsed like any value. */
+static const ConfigKey config_keys[_CONFIG_KEY_MAX] = {
+        KEY(CONFIG_WORKERS, "Workers", CONFIG_TYPE_UNSIGNED, workers, "0", 0, ENGINE_MAX_WORKERS,
+            "workers", "N", "Hashing threads (0 = one per CPU)"),
+        KEY(CONFIG_BUFFER_SIZE, "BufferSize", CONFIG_TYPE_SIZE, buffer_size, "1M", 4096, ENGINE_MAX_BUFFER_SIZE,
+            "buffer-size", "BYTES", "Bytes per buffer (K, M, G suffixes)"),
+        KEY(CONFIG_BUFFERS, "Buffers", CONFIG_TYPE_UNSIGNED, buffers, "0", 0, ENGINE_MAX_BUFFERS,
+            "buffers", "N", "Buffers in the pool (0 = automatic)"),
+        KEY(CONFIG_MAX_OPEN_FILES, "MaxOpenFiles", CONFIG_TYPE_UNSIGNED, max_open_files, "64", 1, ENGINE_MAX_OPEN,
+            NULL, NULL, NULL),
+        KEY(CONFIG_IDLE_EXIT_SEC, "IdleExitSec", CONFIG_TYPE_UNSIGNED, idle_exit_sec, "30", 0, UINT_MAX,
+            "idle-exit", "SECONDS", "Exit after this long without jobs or clients (0 = never)"),
+        KEY(CONFIG_KEEP_FINISHED_SEC, "KeepFinishedSec", CONFIG_TYPE_UNSIGNED, keep_finished_sec, "60", 0, UINT_MAX,
+            "keep-finished", "SECONDS", "Keep finished jobs on the bus this long"),
+        KEY(CONFIG_MAX_PATHS_PER_CALL, "MaxPathsPerCall", CONFIG_TYPE_UNSIGNED, max_paths_per_call, "100000", 1, 10000000,
+            "max-paths", "N", "Paths per HashPaths call"),
+        KEY(CONFIG_MAX_JOBS_PER_UID, "MaxJobsPerUID", CONFIG_TYPE_UNSIGNED, max_jobs_per_uid, "64", 0, UINT_MAX,
+            "max-jobs-per-uid", "N", "Unfinished jobs per uid (0 = unlimited)"),
+        KEY(CONFIG_MAX_QUEUED_FILES_PER_UID, "MaxQueuedFilesPerUID", CONFIG_TYPE_UNSIGNED, max_queued_files_per_uid,
+            "1000000", 0, UINT_MAX, "max-files-per-uid", "N", "Unfinished files per uid (0 = unlimited)"),
+        KEY(CONFIG_MAX_BYTES_IN_FLIGHT_PER_UID, "MaxBytesInFlightPerUID", CONFIG_TYPE_SIZE,
+            max_bytes_in_flight_per_uid, "0", 0, UINT64_MAX, NULL, NULL, NULL),
+        KEY(CONFIG_MAX_FILE_SIZE, "MaxFileSize", CONFIG_TYPE_SIZE, max_file_size, "0", 0, UINT64_MAX, NULL, NULL, NULL),
+        KEY(CONFIG_IO_MODE, "IOMode", CONFIG_TYPE_IO_MODE, io_mode, "auto", 0, 0,
+            "io-mode", "MODE", "auto, uring-registered, uring or pread"),
 };
+
+const ConfigKey *config_key(ConfigKeyId id)
+{
+        if ((int)id < 0 || id >= _CONFIG_KEY_MAX)
+                return NULL;
+        return &config_keys[id];
+}
+
+static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *c, const char **ret_reason);
+
+FhashConfig config_defaults(void)
+{
+        FhashConfig c = {};
+
+        for (size_t i = 0; i < ELEMENTSOF(config_keys); i++) {
+                const char *reason = NULL;
+
+                /* The table's own values always parse (test-config checks each). */
+                if (config_key_parse(&config_keys[i], config_keys[i].default_value, &c, &reason) < 0)
+                        abort();
+        }
+        return c;
+}
 
 void config_init_defaults(FhashConfig *c)
 {
-        *c = FHASH_CONFIG_DEFAULTS;
+        *c = config_defaults();
 }
 
 static const ConfigKey *config_key_find(const char *name)
@@ -138,31 +163,17 @@ static int parse_size(const char *s, uint64_t *ret)
  * static string (or, for ranges, NULL so the caller prints the range). */
 static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *c, const char **ret_reason)
 {
-        const FhashConfig defaults = FHASH_CONFIG_DEFAULTS;
         uint8_t *field = (uint8_t *)c + k->offset;
-        const uint8_t *def = (const uint8_t *)&defaults + k->offset;
         const char *end;
         uint64_t v;
         int r;
 
-        if (*value == '\0') {
-                /* Empty: back to the built-in default. */
-                switch (k->type) {
-                case CONFIG_UNSIGNED:
-                        memcpy(field, def, sizeof(unsigned));
-                        break;
-                case CONFIG_SIZE:
-                        memcpy(field, def, sizeof(uint64_t));
-                        break;
-                case CONFIG_IO_MODE:
-                        memcpy(field, def, sizeof(IoMode));
-                        break;
-                }
-                return 0;
-        }
+        /* Empty: back to the built-in default, which is written like any value. */
+        if (*value == '\0')
+                value = k->default_value;
 
         switch (k->type) {
-        case CONFIG_UNSIGNED:
+        case CONFIG_TYPE_UNSIGNED:
                 r = parse_u64(value, &v, &end);
                 if (r == 0 && *end != '\0')
                         r = -EINVAL;
@@ -180,7 +191,7 @@ static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *
                 }
                 return 0;
 
-        case CONFIG_SIZE:
+        case CONFIG_TYPE_SIZE:
                 r = parse_size(value, &v);
                 if (r == -EINVAL) {
                         *ret_reason = "invalid size";
@@ -193,7 +204,7 @@ static int config_key_parse(const ConfigKey *k, const char *value, FhashConfig *
                 memcpy(field, &v, sizeof(v));
                 return 0;
 
-        case CONFIG_IO_MODE: {
+        case CONFIG_TYPE_IO_MODE: {
                 IoMode m = io_mode_from_string(value);
                 if (m < 0) {
                         *ret_reason = "invalid I/O mode (auto, uring-registered, uring, pread)";
@@ -409,4 +420,12 @@ void config_to_engine_config(const FhashConfig *c, EngineConfig *ret)
                 .max_open = c->max_open_files,
                 .io_mode = c->io_mode,
         };
+}
+
+void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MAX])
+{
+        ret[USER_RESOURCE_JOBS] = (UserLimit){ .per_uid = c->max_jobs_per_uid };
+        ret[USER_RESOURCE_FILES] = (UserLimit){ .per_uid = c->max_queued_files_per_uid };
+        ret[USER_RESOURCE_OWNERS] = (UserLimit){ .total = OWNERS_MAX };
+        ret[USER_RESOURCE_PEERS] = (UserLimit){ .per_uid = PEERS_MAX_PER_UID, .total = PEERS_MAX };
 }

@@ -2,8 +2,10 @@
 /* config.h: fhashd's configuration file (/etc/fhash/fhashd.conf plus drop-ins) and its defaults */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/user.h"
 #include "engine/engine.h"
 
 /*
@@ -23,7 +25,7 @@
  *
  * Typical use in a program's main() (library code never logs; the caller prints ret_error):
  *
- *     FhashConfig cfg = FHASH_CONFIG_DEFAULTS;
+ *     FhashConfig cfg = config_defaults();
  *     _cleanup_free_ char *err = NULL;
  *     r = config_load(&cfg, FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE,
  *                     FHASH_SYSCONFDIR "/" FHASH_CONFIG_DROPIN_DIR, &err);
@@ -48,27 +50,63 @@ typedef struct FhashConfig {
         unsigned max_queued_files_per_uid;     /* MaxQueuedFilesPerUID: same for files, 0 = no cap */
         uint64_t max_bytes_in_flight_per_uid;  /* MaxBytesInFlightPerUID: 0 = unlimited */
         uint64_t max_file_size;                /* MaxFileSize: larger files fail, 0 = unlimited */
-        IoMode io_mode;                  /* IOMode: auto, uring-registered, uring, pread */
+        IoMode io_mode;                        /* IOMode: auto, uring-registered, uring, pread */
 } FhashConfig;
 
-/* The built-in defaults; also documented, key by key, in systemd/fhashd.conf. */
-#define FHASH_CONFIG_DEFAULTS                                                                              \
-        ((FhashConfig){                                                                                    \
-                .workers = 0,                                                                              \
-                .buffer_size = UINT64_C(1) << 20,                                                          \
-                .buffers = 0,                                                                              \
-                .max_open_files = 64,                                                                      \
-                .idle_exit_sec = 30,                                                                       \
-                .keep_finished_sec = 60,                                                                   \
-                .max_paths_per_call = 100000,                                                              \
-                .max_jobs_per_uid = 64,                                                                    \
-                .max_queued_files_per_uid = 1000000,                                                       \
-                .max_bytes_in_flight_per_uid = 0,                                                          \
-                .max_file_size = 0,                                                                        \
-                .io_mode = IO_MODE_AUTO,                                                                 \
-        })
+/*
+ * The one table of settings (config.c): name, type, built-in default, range, fhashd's command-line
+ * option and its help text. The file parser, the command line (fhashd.c's getopt and --help) and
+ * the defaults all come from it, and a unit test checks that systemd/fhashd.conf lists every key at
+ * its default.
+ */
+typedef enum ConfigKeyId {
+        CONFIG_WORKERS,
+        CONFIG_BUFFER_SIZE,
+        CONFIG_BUFFERS,
+        CONFIG_MAX_OPEN_FILES,
+        CONFIG_IDLE_EXIT_SEC,
+        CONFIG_KEEP_FINISHED_SEC,
+        CONFIG_MAX_PATHS_PER_CALL,
+        CONFIG_MAX_JOBS_PER_UID,
+        CONFIG_MAX_QUEUED_FILES_PER_UID,
+        CONFIG_MAX_BYTES_IN_FLIGHT_PER_UID,
+        CONFIG_MAX_FILE_SIZE,
+        CONFIG_IO_MODE,
+        _CONFIG_KEY_MAX,
+} ConfigKeyId;
 
-/* Resets *c to FHASH_CONFIG_DEFAULTS. */
+typedef enum ConfigType {
+        CONFIG_TYPE_UNSIGNED, /* unsigned, decimal digits only */
+        CONFIG_TYPE_SIZE,     /* uint64_t, digits and an optional K/M/G/T suffix */
+        CONFIG_TYPE_IO_MODE,  /* IoMode */
+} ConfigType;
+
+typedef struct ConfigKey {
+        const char *name;           /* in fhashd.conf */
+        ConfigType type;
+        size_t offset;              /* of its field in FhashConfig */
+        const char *default_value;  /* the built-in default, as written in fhashd.conf */
+        uint64_t min, max;
+        const char *option;         /* fhashd's long option setting it, or NULL */
+        const char *metavar;        /* the option's argument in --help */
+        const char *help;           /* the option's line in --help */
+} ConfigKey;
+
+/* The key id names; NULL past the table. */
+const ConfigKey *config_key(ConfigKeyId id);
+
+/* Limits that have no key (yet); each is one entry of the per-uid accounting (user.h). */
+/* Owners tracked at once (owner.h): each costs a match rule on fhashd's own bus connection, and
+ * dbus-daemon allows 512 per connection on the system bus; the rest is left for sd-bus's own. */
+#define OWNERS_MAX 384u
+/* Direct connections open at once, in all and per uid (peer.h): each is an fd and a little memory in
+ * fhashd, held as long as the client keeps it. */
+#define PEERS_MAX 256u
+#define PEERS_MAX_PER_UID 16u
+
+/* The built-in defaults (every key at its default_value). */
+FhashConfig config_defaults(void);
+/* Resets *c to config_defaults(). */
 void config_init_defaults(FhashConfig *c);
 
 /* Applies one file on top of *c. Returns 1 if the file was read, 0 if it does not exist (*c
@@ -89,3 +127,6 @@ int config_set(FhashConfig *c, const char *key, const char *value, char **ret_er
 
 /* Fills the engine's part of the configuration (workers, buffers, open files, I/O mode). */
 void config_to_engine_config(const FhashConfig *c, EngineConfig *ret);
+/* Fills the per-uid and daemon-wide limits (user.h): jobs and files from the keys, owners and direct
+ * connections from the fixed limits above. */
+void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MAX]);

@@ -9,11 +9,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "basic/log.h"
+#include "basic/macro.h"
 #include "build-config.h"
 #include "daemon/config.h"
-#include "engine/engine.h"
-#include "basic/macro.h"
-#include "basic/log.h"
 #include "daemon/manager.h"
 
 static void help(void)
@@ -26,126 +25,97 @@ static void help(void)
                "  --starter                Connect to $DBUS_STARTER_ADDRESS (the default when it is set\n"
                "                           and no bus is chosen: the bus that activated us)\n"
                "  --config PATH            Read only this file (default: " FHASH_SYSCONFDIR "/" FHASH_CONFIG_FILE "\n"
-               "                           and its .d/*.conf drop-ins); options below override it\n"
-               "  --workers N              Hashing threads (0 = one per CPU)\n"
-               "  --buffer-size BYTES      Bytes per buffer (K, M, G suffixes)\n"
-               "  --buffers N              Buffers in the pool\n"
-               "  --io-mode MODE           auto, uring-registered, uring or pread\n"
-               "  --idle-exit SECONDS      Exit after this long without jobs or clients (0 = never,\n"
-               "                           default IdleExitSec=30)\n"
-               "  --keep-finished SECONDS  Keep finished jobs on the bus this long (default 60)\n"
-               "  --max-paths N            Paths per HashPaths call (default 100000)\n"
-               "  --max-jobs-per-uid N     Unfinished jobs per uid (default 64, 0 = unlimited)\n"
-               "  --max-files-per-uid N    Unfinished files per uid (default 1000000, 0 = unlimited)\n"
-               "  --log-level LEVEL        err, warning, notice, info (default), debug\n"
+               "                           and its .d/*.conf drop-ins); options below override it\n");
+        /* The settings' options, help and defaults come from config.c's table, as the file's do. */
+        for (ConfigKeyId id = 0; id < _CONFIG_KEY_MAX; id++) {
+                const ConfigKey *k = config_key(id);
+                int n;
+
+                if (!k->option)
+                        continue;
+                n = printf("  --%s %s", k->option, k->metavar);
+                printf("%*s %s\n%27s(%s=, default %s)\n", MAX(24 - n, 0), "", k->help, "", k->name,
+                       k->default_value);
+        }
+        printf("  --log-level LEVEL        err, warning, notice, info (default), debug\n"
                "  -h --help                Show this help\n"
                "  --version                Show the version\n");
 }
 
+/* The bus, as the command line chose it. */
+typedef struct BusArgs {
+        BusKind kind;
+        const char *address;
+} BusArgs;
+
 /* Options with a key in fhashd.conf are set through it: one parser, one set of ranges and messages
- * for the file and the command line. The rest (bus, logging) go straight into *c. */
-static int parse_argv(int argc, char *argv[], FhashConfig *fc, ManagerConfig *c)
+ * for the file and the command line. The rest (bus, logging) go into *bus or straight to the logger.
+ * Returns 1 to go on, 0 to exit successfully (--help, --version), < 0 on an error it logged. */
+static int parse_argv(int argc, char *argv[], FhashConfig *fc, BusArgs *bus)
 {
         enum {
                 ARG_SYSTEM = 0x100,
                 ARG_USER,
                 ARG_ADDRESS,
                 ARG_STARTER,
-                ARG_WORKERS,
-                ARG_BUFFER_SIZE,
-                ARG_BUFFERS,
-                ARG_IO_MODE,
-                ARG_IDLE_EXIT,
-                ARG_KEEP_FINISHED,
-                ARG_MAX_PATHS,
-                ARG_MAX_JOBS_PER_UID,
-                ARG_MAX_FILES_PER_UID,
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
                 ARG_CONFIG,
+                ARG_KEY = 0x200,  /* + ConfigKeyId */
         };
-        static const struct option options[] = {
+        static const struct option fixed[] = {
                 { "system", no_argument, NULL, ARG_SYSTEM },
                 { "user", no_argument, NULL, ARG_USER },
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "starter", no_argument, NULL, ARG_STARTER },
-                { "workers", required_argument, NULL, ARG_WORKERS },
-                { "buffer-size", required_argument, NULL, ARG_BUFFER_SIZE },
-                { "buffers", required_argument, NULL, ARG_BUFFERS },
-                { "io-mode", required_argument, NULL, ARG_IO_MODE },
-                { "idle-exit", required_argument, NULL, ARG_IDLE_EXIT },
-                { "keep-finished", required_argument, NULL, ARG_KEEP_FINISHED },
-                { "max-paths", required_argument, NULL, ARG_MAX_PATHS },
-                { "max-jobs-per-uid", required_argument, NULL, ARG_MAX_JOBS_PER_UID },
-                { "max-files-per-uid", required_argument, NULL, ARG_MAX_FILES_PER_UID },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "config", required_argument, NULL, ARG_CONFIG },
-                {},
         };
+        struct option options[ELEMENTSOF(fixed) + _CONFIG_KEY_MAX + 1] = {};
+        size_t n_options = 0;
         bool bus_chosen = false;
-        /* Defined even when parse_u64() fails: the cases below store it before r is checked. */
         int opt, r;
 
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                options[n_options++] = fixed[i];
+        for (ConfigKeyId id = 0; id < _CONFIG_KEY_MAX; id++)
+                if (config_key(id)->option)
+                        options[n_options++] = (struct option){ config_key(id)->option, required_argument, NULL,
+                                                                ARG_KEY + (int)id };
+
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                r = 0;
                 switch (opt) {
                 case ARG_SYSTEM:
-                        c->bus_kind = BUS_KIND_SYSTEM;
+                        bus->kind = BUS_KIND_SYSTEM;
                         bus_chosen = true;
                         break;
                 case ARG_USER:
-                        c->bus_kind = BUS_KIND_USER;
+                        bus->kind = BUS_KIND_USER;
                         bus_chosen = true;
                         break;
                 case ARG_ADDRESS:
-                        c->bus_kind = BUS_KIND_ADDRESS;
-                        c->address = optarg;
+                        bus->kind = BUS_KIND_ADDRESS;
+                        bus->address = optarg;
                         bus_chosen = true;
                         break;
                 case ARG_STARTER:
-                        c->address = getenv("DBUS_STARTER_ADDRESS");
-                        if (!c->address) {
+                        bus->address = getenv("DBUS_STARTER_ADDRESS");
+                        if (!bus->address) {
                                 log_error("--starter: $DBUS_STARTER_ADDRESS is not set.");
                                 return -EINVAL;
                         }
-                        c->bus_kind = BUS_KIND_ADDRESS;
+                        bus->kind = BUS_KIND_ADDRESS;
                         bus_chosen = true;
                         break;
-                case ARG_WORKERS:
-                case ARG_BUFFER_SIZE:
-                case ARG_BUFFERS:
-                case ARG_IO_MODE:
-                case ARG_IDLE_EXIT:
-                case ARG_KEEP_FINISHED:
-                case ARG_MAX_PATHS:
-                case ARG_MAX_JOBS_PER_UID:
-                case ARG_MAX_FILES_PER_UID: {
-                        /* Indexed from ARG_WORKERS, the first of these options. */
-                        static const char *const keys[] = {
-                                [0] = "Workers",
-                                [ARG_BUFFER_SIZE - ARG_WORKERS] = "BufferSize",
-                                [ARG_BUFFERS - ARG_WORKERS] = "Buffers",
-                                [ARG_IO_MODE - ARG_WORKERS] = "IOMode",
-                                [ARG_IDLE_EXIT - ARG_WORKERS] = "IdleExitSec",
-                                [ARG_KEEP_FINISHED - ARG_WORKERS] = "KeepFinishedSec",
-                                [ARG_MAX_PATHS - ARG_WORKERS] = "MaxPathsPerCall",
-                                [ARG_MAX_JOBS_PER_UID - ARG_WORKERS] = "MaxJobsPerUID",
-                                [ARG_MAX_FILES_PER_UID - ARG_WORKERS] = "MaxQueuedFilesPerUID",
-                        };
-                        _cleanup_free_ char *err = NULL;
-
-                        if (config_set(fc, keys[opt - ARG_WORKERS], optarg, &err) < 0) {
-                                log_error("--%s: %s", options[opt - ARG_SYSTEM].name, err);
-                                return -EINVAL;
-                        }
-                        break;
-                }
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
-                        if (r >= 0)
-                                log_set_max_level(r);
+                        if (r < 0) {
+                                log_error("Invalid value for --log-level: %s", optarg);
+                                return -EINVAL;
+                        }
+                        log_set_max_level(r);
                         break;
                 case 'h':
                         help();
@@ -155,12 +125,18 @@ static int parse_argv(int argc, char *argv[], FhashConfig *fc, ManagerConfig *c)
                         return 0;
                 case ARG_CONFIG:
                         break; /* read before the other options, in load_config() */
-                default:
-                        return -EINVAL;
+                default: {
+                        const ConfigKey *k = opt >= ARG_KEY ? config_key(opt - ARG_KEY) : NULL;
+                        _cleanup_free_ char *err = NULL;
+
+                        if (!k)
+                                return -EINVAL;
+                        if (config_set(fc, k->name, optarg, &err) < 0) {
+                                log_error("--%s: %s", k->option, err);
+                                return -EINVAL;
+                        }
+                        break;
                 }
-                if (r < 0) {
-                        log_error("Invalid value for --%s: %s", options[opt - ARG_SYSTEM].name, optarg);
-                        return -EINVAL;
                 }
         }
         if (optind < argc) {
@@ -169,8 +145,8 @@ static int parse_argv(int argc, char *argv[], FhashConfig *fc, ManagerConfig *c)
         }
         /* Bus-activated without a bus option: serve the bus that started us, whichever it is. */
         if (!bus_chosen && getenv("DBUS_STARTER_ADDRESS")) {
-                c->bus_kind = BUS_KIND_ADDRESS;
-                c->address = getenv("DBUS_STARTER_ADDRESS");
+                bus->kind = BUS_KIND_ADDRESS;
+                bus->address = getenv("DBUS_STARTER_ADDRESS");
         }
         return 1;
 }
@@ -208,18 +184,6 @@ static int load_config(int argc, char *argv[], FhashConfig *fc)
         return 0;
 }
 
-/* What the file and the command line settled on, in the manager's terms. */
-static void apply_config(const FhashConfig *fc, ManagerConfig *c)
-{
-        config_to_engine_config(fc, &c->engine);
-        c->max_paths = fc->max_paths_per_call;
-        c->keep_finished_usec = (uint64_t)fc->keep_finished_sec * 1000000u;
-        c->idle_exit_usec = (uint64_t)fc->idle_exit_sec * 1000000u;
-        c->max_jobs_per_uid = fc->max_jobs_per_uid;
-        c->max_files_per_uid = fc->max_queued_files_per_uid;
-        c->max_file_size = fc->max_file_size;
-}
-
 /* Every fd a client passes stays open in fhashd until its file is hashed, and a message whose fds
  * cannot be received (EMFILE) costs sd-bus the whole bus connection. The usual soft limit of 1024
  * (a bus-activated or hand-started fhashd inherits it; the unit sets LimitNOFILE=) is a select()-era
@@ -238,18 +202,17 @@ static void raise_nofile_limit(void)
 int main(int argc, char *argv[])
 {
         _cleanup_(manager_freep) Manager *m = NULL;
-        ManagerConfig config = MANAGER_CONFIG_DEFAULT;
-        FhashConfig fc = FHASH_CONFIG_DEFAULTS;
+        FhashConfig fc = config_defaults();
+        BusArgs bus = { .kind = BUS_KIND_SYSTEM };
         sigset_t mask;
         int r;
 
         r = load_config(argc, argv, &fc);
         if (r < 0)
                 return 2;
-        r = parse_argv(argc, argv, &fc, &config);
+        r = parse_argv(argc, argv, &fc, &bus);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
-        apply_config(&fc, &config);
 
         /* Blocked before the engine starts its threads, so they inherit the mask and the signals
          * reach only the loop's signalfd. */
@@ -265,7 +228,7 @@ int main(int argc, char *argv[])
         (void)signal(SIGPIPE, SIG_IGN);
         raise_nofile_limit();
 
-        r = manager_new(&config, &m);
+        r = manager_new(&fc, bus.kind, bus.address, &m);
         if (r < 0) {
                 log_error_errno(r, "Failed to start the engine: %m");
                 return 1;

@@ -1,42 +1,36 @@
 /* SPDX-License-Identifier: MIT */
-/* job.c: one hashing job: engine callbacks -> per-file results -> batched signals to the owner */
+/* job.c: one hashing job: inputs -> engine parts -> results, state and progress -> signals */
+#include <assert.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/bus-job.h"
-#include "daemon/bus-util.h"
-#include "fhash/fhash-dbus.h"
-#include "protocol/errors.h"
-#include "daemon/job.h"
 #include "basic/log.h"
-#include "basic/strv.h"
+#include "basic/string-table.h"
 #include "basic/time-util.h"
-#include "daemon/manager.h"
+#include "daemon/bus-job.h"
+#include "daemon/job.h"
+#include "fhash/fhash-dbus.h"
 
 static const char *const job_state_table[_JOB_STATE_MAX] = {
         [JOB_QUEUED] = "queued",     [JOB_RUNNING] = "running",     [JOB_DONE] = "done",
         [JOB_FAILED] = "failed",     [JOB_CANCELLED] = "cancelled",
 };
 
-const char *job_state_to_string(JobState s)
-{
-        if (s < 0 || s >= _JOB_STATE_MAX)
-                return NULL;
-        return job_state_table[s];
-}
+DEFINE_STRING_TABLE_LOOKUP(job_state, JobState, job_state_table, _JOB_STATE_MAX, _JOB_STATE_INVALID)
 
 /* One call's inputs that need the engine, as one EngineJob. The engine numbers only the inputs it
  * was given (inputs that failed up front have no engine index), so engine_to_input maps its
  * numbering back to the job's. */
 struct JobPart {
         Job *job;
-        JobPart *next, *prev;  /* Job.parts, once started */
+        JobPart *next, *prev;  /* Job.parts, once started, oldest first */
         EngineJob *engine_job;
         uint32_t *engine_to_input;
         size_t n_engine_inputs, n_alloc;
+        /* What job_update_progress() last read of it: counted in Job.live_bytes_*. */
+        uint64_t seen_done, seen_total;
 };
 
 static JobPart *part_free(JobPart *p)
@@ -50,184 +44,181 @@ static JobPart *part_free(JobPart *p)
         return NULL;
 }
 
-static void part_unlink(Job *j, JobPart *p)
+/* Appends: parts are started, and so begun by the engine, oldest first. */
+static void part_link(Job *j, JobPart *p)
 {
-        LIST_REMOVE(j->parts, p);
+        p->next = NULL;
+        p->prev = j->parts_tail;
+        if (j->parts_tail)
+                j->parts_tail->next = p;
+        else
+                j->parts = p;
+        j->parts_tail = p;
+}
+
+/* Reads p's progress into the job's running totals; returns whether the engine has begun p. */
+static bool part_poll(Job *j, JobPart *p, EngineJobProgress *ret)
+{
+        EngineJobProgress pr = {};
+
+        engine_job_get_progress(p->engine_job, &pr);
+        j->live_bytes_done = j->live_bytes_done - p->seen_done + pr.bytes_done;
+        j->live_bytes_total = j->live_bytes_total - p->seen_total + pr.bytes_total;
+        p->seen_done = pr.bytes_done;
+        p->seen_total = pr.bytes_total;
+        if (ret)
+                *ret = pr;
+        return pr.running;
+}
+
+/* The engine is done with p (or p is dropped): its last numbers move to the job's own counters and
+ * p goes, in O(1) whatever the number of parts. Returns whether the engine had begun it. */
+static bool part_retire(Job *j, JobPart *p)
+{
+        EngineJobProgress pr = {};
+
+        (void)part_poll(j, p, &pr);
+        j->live_bytes_done -= p->seen_done;
+        j->live_bytes_total -= p->seen_total;
+        j->parts_bytes_done += pr.bytes_done;
+        j->parts_bytes_total += MAX(pr.bytes_total, pr.bytes_done);
+
+        if (p->prev)
+                p->prev->next = p->next;
+        else
+                j->parts = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        else
+                j->parts_tail = p->prev;
+        part_free(p);
+        return pr.running;
 }
 
 /* Drops every started part: the engine cancels what still runs, without further callbacks. */
 static void job_drop_parts(Job *j)
 {
-        JobPart *p = j->parts;
-
-        j->parts = NULL;
-        while (p) {
-                JobPart *next = p->next;
-
-                part_free(p);
-                p = next;
-        }
+        while (j->parts)
+                (void)part_retire(j, j->parts);
 }
 
-static int on_batch_timer(sd_event_source *s, uint64_t usec, void *userdata);
+static void job_send_results(const uint32_t *indices, size_t n, void *userdata)
+{
+        Job *j = userdata;
 
-int job_new(Manager *m, const char *owner, uid_t uid, HashAlgo algo, const EngineJobOptions *options,
+        if (!j->owner_gone)
+                (void)bus_job_emit_files_hashed(j, indices, n);
+}
+
+static void on_owner_gone(OwnerRef *ref);
+
+int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const EngineJobOptions *options,
             bool allow_streams, bool open, Job **ret)
 {
         _cleanup_(job_freep) Job *j = NULL;
+        int r;
 
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        j->manager = m;
-        j->id = m->next_job_id++;
+        j->context = c;
         j->uid = uid;
         j->algo = algo;
         j->state = JOB_QUEUED;
         j->engine_options = *options;
+        /* Fair share between uids in the engine: one user's silent pipes cannot take another's. */
+        j->engine_options.share_group = uid;
         j->allow_streams = allow_streams;
         j->open = open;
-
-        if (asprintf(&j->object_path, "%s/%" PRIu64, FHASH_JOB_PATH_PREFIX, j->id) < 0) {
-                j->object_path = NULL;
-                return -ENOMEM;
-        }
+        j->owner_ref.gone = on_owner_gone;
         j->owner = strdup(owner);
         if (!j->owner)
                 return -ENOMEM;
+        r = job_results_init(&j->results, c->event, job_send_results, j);
+        if (r < 0)
+                return r;
 
-        /* Registered last: from here on job_free() has manager bookkeeping to undo. */
-        manager_job_added(m, j);
+        /* From here on job_free() has registry bookkeeping to undo. */
+        r = registry_add_job(&c->registry, &j->entry, j, uid);
+        if (r != 0)
+                return r;
+        if (asprintf(&j->object_path, "%s/%" PRIu64, FHASH_JOB_PATH_PREFIX, j->entry.id) < 0) {
+                j->object_path = NULL;
+                return -ENOMEM;
+        }
+        context_jobs_changed(c);
         *ret = TAKE_PTR(j);
         return 0;
 }
 
 Job *job_free(Job *j)
 {
+        Context *c;
+        bool registered;
+
         if (!j)
                 return NULL;
+        c = j->context;
 
         /* Parts before anything else: the engine then stops calling back into this job. */
         job_drop_parts(j);
         j->new_part = part_free(j->new_part);
-        manager_job_removed(j->manager, j);
-
-        sd_event_source_disable_unref(j->batch_timer);
         sd_event_source_disable_unref(j->finish_defer);
         sd_event_source_disable_unref(j->linger_timer);
-        owner_release(j->owner_ref);
+        owner_release(&j->owner_ref);
 
-        for (size_t i = 0; j->results && i < j->n_inputs; i++) {
-                free(j->results[i].name);
-                free(j->results[i].error);
-        }
-        free(j->results);
-        /* Not strv_free(): entries for inputs without an expected digest are NULL, so the array is
-         * not NULL-terminated before its end. */
-        if (j->expected)
-                for (size_t k = 0; k < (size_t)j->n_inputs; k++)
-                        free(j->expected[k]);
-        free(j->expected);
-        free(j->pending);
+        registered = j->entry.job != NULL;
+        registry_remove_job(&c->registry, &j->entry);
+        job_results_done(&j->results);
         free(j->owner);
         free(j->object_path);
         free(j);
+        if (registered)
+                context_jobs_changed(c);
         return NULL;
 }
 
 int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first)
 {
-        size_t want;
+        int r;
 
-        if (n == 0 || j->n_inputs != j->n_committed || job_is_finished(j))
+        if (n == 0 || j->results.n_inputs != j->n_committed || job_is_finished(j))
                 return -EINVAL;
-        if (n > JOB_INPUTS_MAX || j->n_inputs > JOB_INPUTS_MAX - n)
-                return -E2BIG;
-        want = (size_t)j->n_inputs + n;
-
-        if (want > j->n_alloc) {
-                /* A one-call job gets exactly its size; a job that grows, room to grow into. */
-                size_t alloc = j->n_alloc == 0 ? want : MIN(MAX(want, (size_t)j->n_alloc * 2), (size_t)JOB_INPUTS_MAX);
-                JobResult *res;
-
-                res = reallocarray(j->results, alloc, sizeof(JobResult));
-                if (!res)
-                        return -ENOMEM;
-                j->results = res;
-                if (j->expected) {
-                        char **e = reallocarray(j->expected, alloc, sizeof(char *));
-                        if (!e)
-                                return -ENOMEM;
-                        j->expected = e;
-                }
-                j->n_alloc = (uint32_t)alloc;
-        }
-        if (!j->pending || j->n_inputs < JOB_BATCH_MAX) {
-                uint32_t *p = reallocarray(j->pending, MIN(want, (size_t)JOB_BATCH_MAX), sizeof(uint32_t));
-                if (!p)
-                        return -ENOMEM;
-                j->pending = p;
-        }
-
-        memset(j->results + j->n_inputs, 0, n * sizeof(JobResult));
-        if (j->expected)
-                memset(j->expected + j->n_inputs, 0, n * sizeof(char *));
-        *ret_first = j->n_inputs;
-        j->n_inputs = (uint32_t)want;
-        return 0;
+        /* Accepted files count against the uid until they have a result (job_input_done()). */
+        r = user_charge(j->entry.user, &j->entry.file_charge, n);
+        if (r != 0)
+                return r;
+        r = job_results_grow(&j->results, n, ret_first);
+        if (r < 0)
+                user_charge_release(&j->entry.file_charge, n);
+        return r;
 }
 
 void job_abort_inputs(Job *j)
 {
         j->new_part = part_free(j->new_part);
-        for (size_t i = j->n_committed; i < j->n_inputs; i++) {
-                free(j->results[i].name);
-                free(j->results[i].error);
-                if (j->expected) {
-                        free(j->expected[i]);
-                        j->expected[i] = NULL;
-                }
-        }
-        j->n_inputs = j->n_committed;
+        user_charge_release(&j->entry.file_charge, j->results.n_inputs - j->n_committed);
+        job_results_truncate(&j->results, j->n_committed);
 }
 
 /* Inputs of the call being filled: the only ones the setters may touch. */
 static bool job_input_is_new(const Job *j, size_t i)
 {
-        return i >= j->n_committed && i < j->n_inputs;
+        return i >= j->n_committed && i < j->results.n_inputs;
 }
 
 int job_set_name(Job *j, size_t i, const char *name)
 {
-        char *n;
-
         if (!job_input_is_new(j, i))
                 return -EINVAL;
-        n = strdup(name);
-        if (!n)
-                return -ENOMEM;
-        free(j->results[i].name);
-        j->results[i].name = n;
-        return 0;
+        return job_results_set_name(&j->results, i, name);
 }
 
 int job_set_expected(Job *j, size_t i, const char *hex)
 {
-        char *e;
-
         if (!job_input_is_new(j, i))
                 return -EINVAL;
-        if (!j->expected) {
-                j->expected = calloc(MAX((size_t)j->n_alloc, (size_t)1), sizeof(char *));
-                if (!j->expected)
-                        return -ENOMEM;
-        }
-        e = strdup(hex);
-        if (!e)
-                return -ENOMEM;
-        free(j->expected[i]);
-        j->expected[i] = e;
-        return 0;
+        return job_results_set_expected(&j->results, i, hex);
 }
 
 /* The part of the current call, made when its first input needs the engine. */
@@ -241,13 +232,13 @@ static int job_get_new_part(Job *j, JobPart **ret)
                 if (!p)
                         return -ENOMEM;
                 p->job = j;
-                p->n_alloc = (size_t)(j->n_inputs - j->n_committed);
+                p->n_alloc = (size_t)(j->results.n_inputs - j->n_committed);
                 p->engine_to_input = calloc(p->n_alloc, sizeof(uint32_t));
                 if (!p->engine_to_input) {
                         part_free(p);
                         return -ENOMEM;
                 }
-                r = engine_job_new(j->manager->engine, j->algo, &j->engine_options, &p->engine_job);
+                r = engine_job_new(j->context->engine, j->algo, &j->engine_options, &p->engine_job);
                 if (r < 0) {
                         part_free(p);
                         return r;
@@ -258,16 +249,7 @@ static int job_get_new_part(Job *j, JobPart **ret)
         return 0;
 }
 
-static int part_map_engine_index(JobPart *p, size_t i, int engine_index)
-{
-        if ((size_t)engine_index >= p->n_alloc)
-                return -EINVAL;
-        p->engine_to_input[engine_index] = (uint32_t)i;
-        p->n_engine_inputs = MAX(p->n_engine_inputs, (size_t)engine_index + 1);
-        return 0;
-}
-
-int job_add_fd(Job *j, size_t i, int fd)
+int job_add_input(Job *j, size_t i, int fd, const char *path)
 {
         JobPart *p;
         int r;
@@ -277,83 +259,13 @@ int job_add_fd(Job *j, size_t i, int fd)
         r = job_get_new_part(j, &p);
         if (r < 0)
                 return r;
-        r = engine_job_add_fd(p->engine_job, fd);
+        r = fd >= 0 ? engine_job_add_fd(p->engine_job, fd) : engine_job_add_path(p->engine_job, path);
         if (r < 0)
                 return r;
-        /* The engine owns fd now; a failure below is an internal inconsistency. */
-        return part_map_engine_index(p, i, r);
-}
-
-int job_add_path(Job *j, size_t i, const char *path)
-{
-        JobPart *p;
-        int r;
-
-        if (!job_input_is_new(j, i))
-                return -EINVAL;
-        r = job_get_new_part(j, &p);
-        if (r < 0)
-                return r;
-        r = engine_job_add_path(p->engine_job, path);
-        if (r < 0)
-                return r;
-        return part_map_engine_index(p, i, r);
-}
-
-static void job_queue_result(Job *j, size_t i, bool may_flush)
-{
-        JobResult *res = &j->results[i];
-
-        res->done = true;
-        j->files_done++;
-        if (res->error)
-                j->files_failed++;
-        else
-                j->files_ok++;
-
-        /* The array holds a full batch: flushing now sends only earlier results. */
-        if (j->n_pending >= MIN((size_t)j->n_inputs, (size_t)JOB_BATCH_MAX))
-                job_flush_results(j);
-        j->pending[j->n_pending++] = (uint32_t)i;
-        j->pending_bytes += (res->name ? strlen(res->name) : 0) + (res->error ? strlen(res->error) : 0) + 64;
-        if (j->n_pending >= JOB_BATCH_MAX || j->pending_bytes >= JOB_BATCH_BYTES_MAX) {
-                if (may_flush) {
-                        job_flush_results(j);
-                        return;
-                }
-                /* Inside the call that added the input: its result must not overtake the reply that
-                 * tells the caller the input's index. The timer sends it right after. */
-                if (j->batch_timer) {
-                        (void)sd_event_source_set_time_relative(j->batch_timer, 0);
-                        (void)sd_event_source_set_enabled(j->batch_timer, SD_EVENT_ONESHOT);
-                }
-                return;
-        }
-        /* First result of a batch: the rest of the batch may wait at most JOB_BATCH_USEC. */
-        if (j->n_pending == 1 && j->batch_timer) {
-                (void)sd_event_source_set_time_relative(j->batch_timer, JOB_BATCH_USEC);
-                (void)sd_event_source_set_enabled(j->batch_timer, SD_EVENT_ONESHOT);
-        }
-}
-
-_printf_(4, 5) static int job_result_set_error(Job *j, size_t i, const char *error_name, const char *fmt, ...)
-{
-        JobResult *res = &j->results[i];
-        char msg[512];
-        char *e;
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        if (asprintf(&e, "%s: %s", error_name, msg) < 0) {
-                /* Never report success for a failed file: fall back to the bare name. */
-                e = strdup(error_name);
-                if (!e)
-                        return -ENOMEM;
-        }
-        free(res->error);
-        res->error = e;
+        /* The engine owns fd now, and numbered the input r: one number per input of the call. */
+        assert((size_t)r < p->n_alloc);
+        p->engine_to_input[r] = (uint32_t)i;
+        p->n_engine_inputs = MAX(p->n_engine_inputs, (size_t)r + 1);
         return 0;
 }
 
@@ -363,42 +275,21 @@ int job_fail_input(Job *j, size_t i, const char *error_name, const char *message
                 return -EINVAL;
         /* Queued when the call's inputs are committed, sent from the batch timer, hence after the
          * method reply that names the job and the input's index. */
-        return job_result_set_error(j, i, error_name, "%s", message);
+        return job_results_set_error(&j->results, i, error_name, "%s", message);
 }
 
-bool job_is_finished(const Job *j)
+/* Input i has its result: it goes out with the next batch and no longer counts against the uid. */
+static void job_input_done(Job *j, size_t i, bool may_flush)
 {
-        return j->state == JOB_DONE || j->state == JOB_FAILED || j->state == JOB_CANCELLED;
-}
-
-bool job_is_open(const Job *j)
-{
-        return j->started && j->open && !job_is_finished(j);
-}
-
-void job_flush_results(Job *j)
-{
-        if (j->n_pending == 0)
-                return;
-        if (!j->owner_gone)
-                (void)bus_job_emit_files_hashed(j, j->pending, j->n_pending);
-        j->n_pending = 0;
-        j->pending_bytes = 0;
-        if (j->batch_timer)
-                (void)sd_event_source_set_enabled(j->batch_timer, SD_EVENT_OFF);
-}
-
-static int on_batch_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        job_flush_results(userdata);
-        return 0;
+        job_results_queue(&j->results, i, may_flush);
+        user_charge_release(&j->entry.file_charge, 1);
 }
 
 static int on_linger_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Job *j = userdata;
 
-        log_debug("Job %" PRIu64 " expired.", j->id);
+        log_debug("Job %" PRIu64 " expired.", j->entry.id);
         job_free(j);
         return 0;
 }
@@ -412,9 +303,67 @@ static void job_set_running(Job *j)
                 (void)bus_job_emit_properties_changed(j, true, false);
 }
 
+/* Recomputes the published numbers from the running totals; true if they changed. */
+static bool job_refresh_progress(Job *j, bool running)
+{
+        uint64_t now, bytes_done, bytes_total, rate;
+        uint32_t n = j->results.n_inputs;
+        double progress;
+
+        bytes_done = MAX(j->parts_bytes_done + j->live_bytes_done, j->bytes_done);
+        bytes_total = MAX(j->parts_bytes_total + j->live_bytes_total, bytes_done);
+        /* A total only grows, but across parts a total seen mid-read can exceed the sum once the
+         * part is done (a file that shrank): never show less than before. */
+        bytes_total = MAX(bytes_total, j->bytes_total);
+        now = now_usec();
+        rate = now > j->start_usec && j->start_usec > 0
+                       ? (uint64_t)((double)bytes_done * 1e6 / (double)(now - j->start_usec))
+                       : 0;
+        /* Files give the fairer figure for many small files. A single file has only bytes, and
+         * its total is known once it is open. */
+        progress = n > 0 ? (double)j->results.files_done / (double)n : 0.0;
+        if (n == 1 && bytes_total > 0)
+                progress = (double)bytes_done / (double)bytes_total;
+        /* Never backwards, except when inputs were added: then it is done / total again. */
+        if (j->progress_inputs == n)
+                progress = MAX(progress, j->progress);
+        progress = MIN(progress, 0.999);
+
+        if (running || bytes_done > 0)
+                job_set_running(j);
+
+        if (bytes_done == j->bytes_done && bytes_total == j->bytes_total && progress == j->progress &&
+            j->progress_inputs == n)
+                return false;
+        j->bytes_done = bytes_done;
+        j->bytes_total = bytes_total;
+        j->rate = rate;
+        j->progress = progress;
+        j->progress_inputs = n;
+        return true;
+}
+
+bool job_update_progress(Job *j)
+{
+        bool running = false;
+
+        /* Nothing left for the engine and nothing to come: the numbers cannot move any more. */
+        if (job_is_finished(j) || (!j->parts && !j->open))
+                return false;
+        /* The engine begins a job's parts in the order they were started: those it can be working
+         * on are the oldest, up to the first it has not begun (which, like all after it, has read
+         * nothing yet). So this costs the parts in flight, not all of them. */
+        for (JobPart *p = j->parts; p; p = p->next) {
+                if (!part_poll(j, p, NULL))
+                        break;
+                running = true;
+        }
+        return job_refresh_progress(j, running);
+}
+
 static void job_finish(Job *j, bool cancelled)
 {
-        Manager *m = j->manager;
+        Context *c = j->context;
         int r;
 
         if (job_is_finished(j))
@@ -423,107 +372,69 @@ static void job_finish(Job *j, bool cancelled)
         (void)job_update_progress(j);
         j->open = false;
         j->end_usec = now_usec();
-        j->state = cancelled ? JOB_CANCELLED : j->files_failed > 0 ? JOB_FAILED : JOB_DONE;
+        j->state = cancelled ? JOB_CANCELLED : j->results.files_failed > 0 ? JOB_FAILED : JOB_DONE;
         j->progress = 1.0;
 
         /* Results first, then the state, then JobFinished: a client may stop listening on
          * JobFinished and must have every result by then. */
-        job_flush_results(j);
+        job_results_flush(&j->results);
         if (!j->owner_gone) {
                 (void)bus_job_emit_properties_changed(j, true, true);
                 (void)bus_job_emit_finished(j);
         }
 
-        log_debug("Job %" PRIu64 " of uid %u %s: %" PRIu32 " ok, %" PRIu32 " failed.", j->id,
-                  (unsigned)j->uid, job_state_to_string(j->state), j->files_ok, j->files_failed);
+        log_debug("Job %" PRIu64 " of uid %u %s: %" PRIu32 " ok, %" PRIu32 " failed.", j->entry.id,
+                  (unsigned)j->uid, job_state_to_string(j->state), j->results.files_ok, j->results.files_failed);
 
-        r = sd_event_add_time_relative(m->event, &j->linger_timer, CLOCK_MONOTONIC,
-                                       m->config.keep_finished_usec, 1000000, on_linger_timer, j);
+        r = sd_event_add_time_relative(c->event, &j->linger_timer, CLOCK_MONOTONIC, c->keep_finished_usec,
+                                       1000000, on_linger_timer, j);
         if (r < 0)
-                log_warning_errno(r, "Failed to arm expiry of job %" PRIu64 ", keeping it: %m", j->id);
+                log_warning_errno(r, "Failed to arm expiry of job %" PRIu64 ", keeping it: %m", j->entry.id);
 
-        manager_job_finished(m, j);
+        registry_job_finished(&c->registry, &j->entry);
+        context_jobs_changed(c);
 }
 
 static void on_file_done(EngineJob *ej, const EngineFileResult *r, void *userdata)
 {
         JobPart *p = userdata;
         Job *j = p->job;
-        JobResult *res;
         size_t i;
 
         if (r->index >= p->n_engine_inputs)
                 return;
         i = p->engine_to_input[r->index];
-        res = &j->results[i];
-        if (res->done)
+        if (j->results.items[i].done)
                 return;
 
         job_set_running(j);
-        res->size = r->size;
-
-        switch (r->status) {
-        case ENGINE_FILE_OK:
-                hash_to_hex(r->digest, r->digest_size, res->digest);
-                if (j->expected && j->expected[i] && j->expected[i][0] && !streq(j->expected[i], res->digest))
-                        (void)job_result_set_error(j, i, FHASH_ERROR_MISMATCH, "expected %s, got %s",
-                                                   j->expected[i], res->digest);
-                break;
-        case ENGINE_FILE_CHANGED:
-                (void)job_result_set_error(
-                        j, i, FHASH_ERROR_CHANGED,
-                        "file changed while it was read (size %" PRIu64 " -> %" PRIu64 ", mtime %" PRId64
-                        ".%09" PRId64 " -> %" PRId64 ".%09" PRId64 ")",
-                        r->size_before, r->size_after, r->mtime_before_nsec / 1000000000,
-                        r->mtime_before_nsec % 1000000000, r->mtime_after_nsec / 1000000000,
-                        r->mtime_after_nsec % 1000000000);
-                break;
-        case ENGINE_FILE_CANCELLED:
-                (void)job_result_set_error(j, i, FHASH_ERROR_CANCELLED, "job was cancelled");
-                break;
-        case ENGINE_FILE_ERROR:
-        default: {
-                int e = r->error < 0 ? -r->error : r->error;
-
-                if (e == 0)
-                        e = EIO;
-                (void)job_result_set_error(j, i, fhash_error_from_errno(e), "%s",
-                                           e == ESPIPE ? "not a regular file (a pipe, socket or device)"
-                                                       : strerror(e));
-                break;
-        }
-        }
-        if (!res->error && r->status != ENGINE_FILE_OK)
-                (void)job_result_set_error(j, i, FHASH_ERROR_IO, "unknown failure");
-        job_queue_result(j, i, true);
+        job_results_set_from_engine(&j->results, i, r);
+        job_input_done(j, i, true);
 }
 
 static void on_job_done(EngineJob *ej, EngineJobResult result, void *userdata)
 {
         JobPart *p = userdata;
         Job *j = p->job;
-        EngineJobProgress pr = {};
+        bool running;
 
         /* Anything the engine did not report (it should report every input) fails rather than
          * vanishing from the results. */
         for (size_t k = 0; k < p->n_engine_inputs; k++) {
                 size_t i = p->engine_to_input[k];
 
-                if (!j->results[i].done) {
-                        (void)job_result_set_error(j, i, result == ENGINE_JOB_CANCELLED ? FHASH_ERROR_CANCELLED : FHASH_ERROR_IO,
-                                                   result == ENGINE_JOB_CANCELLED ? "job was cancelled" : "no result from the engine");
-                        job_queue_result(j, i, true);
+                if (!j->results.items[i].done) {
+                        if (result == ENGINE_JOB_CANCELLED)
+                                (void)job_results_set_error(&j->results, i, FHASH_ERROR_CANCELLED, "job was cancelled");
+                        else
+                                (void)job_results_set_error(&j->results, i, FHASH_ERROR_IO, "no result from the engine");
+                        job_input_done(j, i, true);
                 }
         }
         if (result == ENGINE_JOB_CANCELLED)
                 j->cancelled = true;
-        /* Published with the part still counted, then its bytes move to the job's own counters. */
-        (void)job_update_progress(j);
-        engine_job_get_progress(p->engine_job, &pr);
-        j->parts_bytes_done += pr.bytes_done;
-        j->parts_bytes_total += MAX(pr.bytes_total, pr.bytes_done);
-        part_unlink(j, p);
-        part_free(p);
+        running = part_retire(j, p);
+        (void)job_refresh_progress(j, running);
 
         if (!j->open && !j->parts)
                 job_finish(j, j->cancelled);
@@ -531,7 +442,7 @@ static void on_job_done(EngineJob *ej, EngineJobResult result, void *userdata)
                 /* Open and idle: a client that keeps a bounded number of files in flight sends
                  * more only once it has these results. Holding them for a fuller batch or for
                  * JOB_BATCH_USEC would stall it for nothing. */
-                job_flush_results(j);
+                job_results_flush(&j->results);
 }
 
 static int on_finish_defer(sd_event_source *s, void *userdata)
@@ -543,13 +454,14 @@ static int on_finish_defer(sd_event_source *s, void *userdata)
         return 0;
 }
 
-void job_owner_gone(Job *j)
+/* The owner disconnected: an unfinished job is cancelled and releases its fds and buffers at once;
+ * the job lingers like any finished one. */
+static void on_owner_gone(OwnerRef *ref)
 {
-        log_debug("Owner %s of job %" PRIu64 " disconnected%s.", j->owner, j->id,
+        Job *j = container_of(ref, Job, owner_ref);
+
+        log_debug("Owner %s of job %" PRIu64 " disconnected%s.", j->owner, j->entry.id,
                   job_is_finished(j) ? "" : ", cancelling the job");
-        /* The owner frees itself once every job let go; it is not released one by one here. */
-        j->owner_ref->n_jobs--;
-        j->owner_ref = NULL;
         j->owner_gone = true;
 
         if (!job_is_finished(j)) {
@@ -559,14 +471,14 @@ void job_owner_gone(Job *j)
                 job_drop_parts(j);
                 j->finish_defer = sd_event_source_disable_unref(j->finish_defer);
                 for (size_t i = 0; i < j->n_committed; i++)
-                        if (!j->results[i].done) {
-                                (void)job_result_set_error(j, i, FHASH_ERROR_CANCELLED, "owner disconnected");
-                                job_queue_result(j, i, true);
+                        if (!j->results.items[i].done) {
+                                (void)job_results_set_error(&j->results, i, FHASH_ERROR_CANCELLED, "owner disconnected");
+                                job_input_done(j, i, true);
                         }
                 job_finish(j, true);
         }
         /* What is left lingers like any finished job, for root or the same uid to inspect; it no
-         * longer keeps fhashd from exiting when idle (the owner calls manager_check_idle()). */
+         * longer keeps fhashd from exiting when idle (the owner tells the manager). */
 }
 
 /* Hands the current call's inputs to the engine and queues those that failed up front. */
@@ -579,8 +491,8 @@ static int job_commit(Job *j)
         JobPart *p = j->new_part;
         int r;
 
-        for (size_t i = j->n_committed; i < j->n_inputs; i++)
-                if (!j->results[i].name) {
+        for (size_t i = j->n_committed; i < j->results.n_inputs; i++)
+                if (!j->results.items[i].name) {
                         r = job_set_name(j, i, "");
                         if (r < 0)
                                 return r;
@@ -591,15 +503,15 @@ static int job_commit(Job *j)
                 if (r < 0)
                         return r;
                 /* Nothing fails from here on. */
-                LIST_PREPEND(j->parts, p);
+                part_link(j, p);
                 j->new_part = NULL;
         } else
                 j->new_part = part_free(j->new_part);
 
-        for (size_t i = j->n_committed; i < j->n_inputs; i++)
-                if (j->results[i].error)
-                        job_queue_result(j, i, false);
-        j->n_committed = j->n_inputs;
+        for (size_t i = j->n_committed; i < j->results.n_inputs; i++)
+                if (j->results.items[i].error)
+                        job_input_done(j, i, false);
+        j->n_committed = j->results.n_inputs;
         return 0;
 }
 
@@ -609,32 +521,26 @@ static int job_maybe_finish_later(Job *j)
 {
         if (j->open || j->parts || j->finish_defer || job_is_finished(j))
                 return 0;
-        return sd_event_add_defer(j->manager->event, &j->finish_defer, on_finish_defer, j);
+        return sd_event_add_defer(j->context->event, &j->finish_defer, on_finish_defer, j);
 }
 
 int job_start(Job *j, sd_bus *bus)
 {
-        Manager *m = j->manager;
+        Context *c = j->context;
         int r;
 
         if (j->started)
                 return -EBUSY;
-        if (j->n_inputs == 0)
+        if (j->results.n_inputs == 0)
                 return -EINVAL;
 
-        r = sd_event_add_time_relative(m->event, &j->batch_timer, CLOCK_MONOTONIC, JOB_BATCH_USEC,
-                                       JOB_BATCH_USEC / 10, on_batch_timer, j);
-        if (r < 0)
-                return r;
-        (void)sd_event_source_set_enabled(j->batch_timer, SD_EVENT_OFF);
-
-        r = owner_acquire(m, bus, j->owner, j->uid, &j->owner_ref);
-        if (r < 0)
+        r = owner_acquire(c, bus, j->owner, j->uid, &j->owner_ref);
+        if (r != 0)
                 return r;
 
         /* Before the commit: past it nothing may fail. */
         if (!j->open && !(j->new_part && j->new_part->n_engine_inputs > 0)) {
-                r = sd_event_add_defer(m->event, &j->finish_defer, on_finish_defer, j);
+                r = sd_event_add_defer(c->event, &j->finish_defer, on_finish_defer, j);
                 if (r < 0)
                         return r;
         }
@@ -663,7 +569,8 @@ int job_commit_inputs(Job *j, bool more)
                 r = job_maybe_finish_later(j);
                 if (r < 0) {
                         /* Out of memory for an event source: finish now rather than never. */
-                        log_warning_errno(r, "Failed to defer the end of job %" PRIu64 ", finishing it now: %m", j->id);
+                        log_warning_errno(r, "Failed to defer the end of job %" PRIu64 ", finishing it now: %m",
+                                          j->entry.id);
                         job_finish(j, j->cancelled);
                 }
         } else if (!j->parts)
@@ -685,56 +592,4 @@ void job_cancel(Job *j)
                 j->finish_defer = sd_event_source_disable_unref(j->finish_defer);
                 job_finish(j, true);
         }
-}
-
-bool job_update_progress(Job *j)
-{
-        uint64_t now, bytes_done, bytes_total, rate;
-        uint64_t parts_done = 0, parts_total = 0;
-        bool running = false;
-        double progress;
-
-        /* Nothing left for the engine and nothing to come: the numbers cannot move any more. */
-        if (job_is_finished(j) || (!j->parts && !j->open))
-                return false;
-
-        for (JobPart *p = j->parts; p; p = p->next) {
-                EngineJobProgress pr = {};
-
-                engine_job_get_progress(p->engine_job, &pr);
-                parts_done += pr.bytes_done;
-                parts_total += pr.bytes_total;
-                running = running || pr.running;
-        }
-        bytes_done = MAX(j->parts_bytes_done + parts_done, j->bytes_done);
-        bytes_total = MAX(j->parts_bytes_total + parts_total, bytes_done);
-        /* A total only grows, but across parts a total seen mid-read can exceed the sum once the
-         * part is done (a file that shrank): never show less than before. */
-        bytes_total = MAX(bytes_total, j->bytes_total);
-        now = now_usec();
-        rate = now > j->start_usec && j->start_usec > 0
-                       ? (uint64_t)((double)bytes_done * 1e6 / (double)(now - j->start_usec))
-                       : 0;
-        /* Files give the fairer figure for many small files. A single file has only bytes, and
-         * its total is known once it is open. */
-        progress = j->n_inputs > 0 ? (double)j->files_done / (double)j->n_inputs : 0.0;
-        if (j->n_inputs == 1 && bytes_total > 0)
-                progress = (double)bytes_done / (double)bytes_total;
-        /* Never backwards, except when inputs were added: then it is done / total again. */
-        if (j->progress_inputs == j->n_inputs)
-                progress = MAX(progress, j->progress);
-        progress = MIN(progress, 0.999);
-
-        if (running || bytes_done > 0)
-                job_set_running(j);
-
-        if (bytes_done == j->bytes_done && bytes_total == j->bytes_total && progress == j->progress &&
-            j->progress_inputs == j->n_inputs)
-                return false;
-        j->bytes_done = bytes_done;
-        j->bytes_total = bytes_total;
-        j->rate = rate;
-        j->progress = progress;
-        j->progress_inputs = j->n_inputs;
-        return true;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* peer.c: direct (peer-to-peer) D-Bus connections that fhashd hands out through OpenConnection() */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,32 +9,16 @@
 #include <unistd.h>
 #include <systemd/sd-id128.h>
 
-#include "daemon/bus-job.h"
-#include "daemon/bus-manager.h"
 #include "basic/log.h"
 #include "basic/time-util.h"
-#include "daemon/manager.h"
 #include "daemon/owner.h"
 #include "daemon/peer.h"
 
-Peer *peer_from_bus(Manager *m, sd_bus *bus)
-{
-        for (Peer *p = m->peers; p; p = p->next)
-                if (p->bus == bus)
-                        return p;
-        return NULL;
-}
-
 Peer *peer_free(Peer *p)
 {
-        Manager *m;
-
         if (!p)
                 return NULL;
-        m = p->manager;
-        LIST_REMOVE(m->peers, p);
-        if (m->n_peers > 0)
-                m->n_peers--;
+        registry_remove_peer(&p->context->registry, &p->entry);
         /* Inside the connection's own Disconnected handler sd-bus still holds a reference: the bus
          * goes away when that returns. */
         sd_bus_flush_close_unref(p->bus);
@@ -41,19 +26,22 @@ Peer *peer_free(Peer *p)
         free(p);
         return NULL;
 }
+DEFINE_TRIVIAL_CLEANUP_FUNC(Peer *, peer_free);
 
-void peer_check_backlog(Manager *m, sd_bus *bus)
+void peer_check_backlog(Context *c, sd_bus *bus)
 {
         uint64_t queued = 0;
+        PeerEntry *e;
         Peer *p;
         int fd;
 
-        if (bus == m->bus || sd_bus_get_n_queued_write(bus, &queued) < 0 || queued <= PEER_BACKLOG_MAX)
+        if (bus == c->bus || sd_bus_get_n_queued_write(bus, &queued) < 0 || queued <= PEER_BACKLOG_MAX)
                 return;
-        p = peer_from_bus(m, bus);
+        e = registry_find_peer(&c->registry, bus);
         fd = sd_bus_get_fd(bus);
-        if (!p || p->cut_off || fd < 0)
+        if (!e || e->peer->cut_off || fd < 0)
                 return;
+        p = e->peer;
         p->cut_off = true;
         log_warning("Direct connection %s (uid %u) does not read its messages (%" PRIu64 " queued); closing it.",
                     p->name, (unsigned)p->uid, queued);
@@ -62,19 +50,20 @@ void peer_check_backlog(Manager *m, sd_bus *bus)
         (void)shutdown(fd, SHUT_RDWR);
 }
 
-void peer_flush_all(Manager *m)
+void peer_flush_all(Context *c)
 {
         uint64_t deadline = now_usec() + PEER_FLUSH_USEC;
+        PeerEntry *e, *next;
 
         /* Not sd_bus_flush(): it waits without end for a connection still in its handshake, and for
          * a client that stopped reading. A connection that is not ready has no jobs, hence nothing
          * of ours queued. */
-        for (Peer *p = m->peers, *next; p; p = next) {
-                /* Processing may run p's Disconnected handler, which frees p but not its bus. */
-                _cleanup_(sd_bus_unrefp) sd_bus *bus = sd_bus_ref(p->bus);
+        HASH_ITER(hh, c->registry.peers, e, next) {
+                /* Processing may run this peer's Disconnected handler, which frees it (and its entry)
+                 * but not its bus. */
+                _cleanup_(sd_bus_unrefp) sd_bus *bus = sd_bus_ref(e->bus);
                 uint64_t queued = 0, now;
 
-                next = p->next;
                 if (sd_bus_is_ready(bus) <= 0)
                         continue;
                 while (sd_bus_get_n_queued_write(bus, &queued) >= 0 && queued > 0 && (now = now_usec()) < deadline) {
@@ -91,19 +80,19 @@ void peer_flush_all(Manager *m)
 static int on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Peer *p = userdata;
-        Manager *m = p->manager;
+        Context *c = p->context;
 
         log_debug("Direct connection %s closed.", p->name);
-        owner_disconnected(m, p->name);
+        owner_disconnected(c, p->name);
         peer_free(p);
-        manager_check_idle(m);
+        context_clients_changed(c);
         return 0;
 }
 
 /* Takes fd, whatever happens. */
 static int peer_start(Peer *p, int fd)
 {
-        Manager *m = p->manager;
+        Context *c = p->context;
         sd_id128_t id;
         int r;
 
@@ -115,6 +104,9 @@ static int peer_start(Peer *p, int fd)
                 (void)close(fd);
                 return r;
         }
+        r = registry_add_peer(&c->registry, &p->entry, p, p->bus, p->name, p->uid);
+        if (r != 0)
+                return r;
         (void)sd_bus_set_description(p->bus, p->name);
         r = sd_id128_randomize(&id);
         if (r < 0)
@@ -133,62 +125,44 @@ static int peer_start(Peer *p, int fd)
         r = sd_bus_start(p->bus);
         if (r < 0)
                 return r;
-        r = bus_manager_register(m, p->bus);
-        if (r < 0)
-                return r;
-        r = bus_job_register(m, p->bus);
-        if (r < 0)
-                return r;
         /* On a connection without a bus driver a match is a local filter: no AddMatch is sent. */
         r = sd_bus_match_signal(p->bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
                                 "Disconnected", on_disconnected, p);
         if (r < 0)
                 return r;
-        return sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        return sd_bus_attach_event(p->bus, c->event, SD_EVENT_PRIORITY_NORMAL);
 }
 
-int peer_new(Manager *m, const char *opener, uid_t uid, Peer **ret, int *ret_fd)
+int peer_new(Context *c, const char *opener, uid_t uid, Peer **ret, int *ret_fd)
 {
-        unsigned same_uid = 0;
+        _cleanup_(peer_freep) Peer *p = NULL;
         int sv[2] = { -EBADF, -EBADF };
-        Peer *p;
         int r;
 
-        for (Peer *q = m->peers; q; q = q->next)
-                if (q->uid == uid)
-                        same_uid++;
-        if (m->n_peers >= PEERS_MAX || same_uid >= PEERS_MAX_PER_UID)
-                return -EBUSY;
+        /* Before anything is made: a refused caller costs nothing. */
+        r = user_check(&c->registry.users, uid, USER_RESOURCE_PEERS, 1);
+        if (r != 0)
+                return r;
 
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
-        p->manager = m;
+        p->context = c;
         p->uid = uid;
-        p->id = m->next_peer_id++;
+        p->id = c->registry.next_peer_id++;
         if (asprintf(&p->name, "%s/direct/%" PRIu64, opener, p->id) < 0) {
                 p->name = NULL;
-                free(p);
                 return -ENOMEM;
         }
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-                r = -errno;
-                free(p->name);
-                free(p);
-                return r;
-        }
-
-        /* Listed first, so that peer_free() can undo a half-made one. */
-        LIST_PREPEND(m->peers, p);
-        m->n_peers++;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
 
         r = peer_start(p, sv[0]);
-        if (r < 0) {
+        if (r != 0) {
                 (void)close(sv[1]);
-                peer_free(p);
                 return r;
         }
-        *ret = p;
+        *ret = TAKE_PTR(p);
         *ret_fd = sv[1];
         return 0;
 }

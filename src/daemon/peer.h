@@ -8,8 +8,8 @@
 #include <systemd/sd-bus.h>
 
 #include "basic/macro.h"
+#include "daemon/context.h"
 
-typedef struct Manager Manager;
 typedef struct Peer Peer;
 
 /*
@@ -26,8 +26,8 @@ typedef struct Peer Peer;
  * released, as when a bus client disconnects.
  */
 struct Peer {
-        Manager *manager;
-        Peer *next, *prev;  /* Manager.peers */
+        Context *context;
+        PeerEntry entry;    /* bus, name and uid, in the registry; charged as one peer to the uid */
         uint64_t id;
         sd_bus *bus;
         char *name;         /* "<opener's unique name>/direct/<id>": the Owner of its jobs */
@@ -35,16 +35,13 @@ struct Peer {
         bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
 };
 
-/* Connections open at once, in all and per uid; past them OpenConnection() is Busy. Each is an fd
- * and a little memory in fhashd, held as long as the client keeps it. */
-#define PEERS_MAX 256u
-#define PEERS_MAX_PER_UID 16u
-
-/* Makes a connection for a caller (unique name opener, euid uid) and returns the caller's end of it
- * in *ret_fd (close-on-exec). -EBUSY past the limits. */
-int peer_new(Manager *m, const char *opener, uid_t uid, Peer **ret, int *ret_fd);
+/* Makes a connection for a caller (unique name opener, euid uid), started and attached to the loop
+ * but with no objects on it yet, and returns the caller's end of it in *ret_fd (close-on-exec).
+ * USER_E_QUOTA / USER_E_TOTAL past the USER_RESOURCE_PEERS limits (PEERS_MAX and PEERS_MAX_PER_UID in
+ * config.h). */
+int peer_new(Context *c, const char *opener, uid_t uid, Peer **ret, int *ret_fd);
 /* Closes the connection and forgets it; takes NULL. Its jobs must have been let go of already
- * (peer_gone() does that). */
+ * (closing from the client's side does that). */
 Peer *peer_free(Peer *p);
 
 /* Messages queued for a direct connection past which its client counts as not reading: the
@@ -56,12 +53,9 @@ Peer *peer_free(Peer *p);
 /* After a send on bus: if it is a direct connection with more than PEER_BACKLOG_MAX messages
  * queued, shuts its socket down. The close is handled from the event loop (Disconnected), never
  * inside the caller. */
-void peer_check_backlog(Manager *m, sd_bus *bus);
-
-/* The peer whose connection this is, or NULL for the bus. */
-Peer *peer_from_bus(Manager *m, sd_bus *bus);
+void peer_check_backlog(Context *c, sd_bus *bus);
 
 /* Sends what is queued on every direct connection (JobFinished before an exit), waiting at most
  * PEER_FLUSH_USEC in all for clients that do not read. */
 #define PEER_FLUSH_USEC (1000 * 1000ULL)
-void peer_flush_all(Manager *m);
+void peer_flush_all(Context *c);

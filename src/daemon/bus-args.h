@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bus-util.h: caller credentials, the inputs and a{sv} options of the Hash calls, errno -> error names */
+/* bus-args.h: what the method handlers read from a call: caller, fds, algorithm, paths, a{sv} options */
 #pragma once
 
 #include <stdbool.h>
@@ -7,12 +7,37 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "daemon/context.h"
 #include "engine/engine.h"
 #include "hash/hash.h"
+
+/*
+ * Every reader reports what is wrong with the call as InvalidArgs naming the argument (and returns
+ * the negative errno sd-bus makes of it), so that a handler is a sequence of reads and model calls.
+ * Nothing here changes the model.
+ */
+
+/* The uid of msg's sender: on a direct connection its opener's (never the socket's credentials:
+ * they are fhashd's own); on the bus its Owner's if it has one, else the bus driver's answer. The
+ * question is a blocking round trip to dbus-daemon inside our event loop, and a busy dbus-daemon
+ * (a client not reading tens of MB of signals) made each one slow: a client's later calls must not
+ * pay it again. A unique name is never reused and its uid never changes, so the answer keeps. */
+int bus_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret);
+/* bus_caller_uid() with the failure set in error ("Cannot determine the caller's uid"). */
+int bus_read_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret, sd_bus_error *error);
+/* Who sent msg, as jobs record their owner: the sender's unique name on the bus, the connection's
+ * name on a direct connection. NULL if neither is known. */
+const char *bus_caller_name(Context *c, sd_bus_message *msg);
 
 /* The sender's effective uid as the bus driver saw it when the sender connected (SO_PEERCRED),
  * never augmented from /proc: a PID can be reused, a connection cannot change hands. */
 int bus_query_sender_uid(sd_bus_message *m, uid_t *ret);
+
+/* Busy while fhashd shuts down: new jobs and connections are refused. */
+int bus_check_accepting(Context *c, sd_bus_error *error);
+/* Sets error for a refused charge (outcome USER_E_QUOTA or USER_E_TOTAL from the registry) of n of r
+ * by uid: Busy with the numbers. Returns the negative errno to return from the handler. */
+int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n, sd_bus_error *error);
 
 typedef struct HashOptions {
         char **names;       /* "names": as, one label per input */
@@ -47,6 +72,11 @@ void hash_options_done(HashOptions *o);
  * against algo. */
 int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, unsigned allowed,
                           HashOptions *ret, sd_bus_error *error);
+/* Reads the "s" algorithm: InvalidArgs naming the known ones for an unknown one. */
+int bus_read_algorithm(sd_bus_message *m, HashAlgo *ret, sd_bus_error *error);
+/* The tail of HashFds and HashPaths: the algorithm, then the options for it. */
+int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgo *ret_algo,
+                                   HashOptions *ret, sd_bus_error *error);
 
 /* One input of a Hash call, checked before it is added to a job. */
 typedef struct HashInput {
@@ -57,6 +87,12 @@ typedef struct HashInput {
 } HashInput;
 
 void hash_inputs_free(HashInput *inputs, size_t n);
+
+/* Reads the "as" of HashPaths: 1 to max absolute paths shorter than PATH_MAX, else InvalidArgs
+ * naming paths or paths[i]. */
+int bus_read_paths(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *error);
+/* HashInputs for paths[0..n) (hash_inputs_free() them): no fds, each pointing into paths. */
+int hash_inputs_from_paths(char **paths, size_t n, HashInput **ret);
 
 /* Reads the "ah" of HashFds/AddFds: 1 to FHASH_MAX_FDS_PER_CALL fds, else InvalidArgs naming "fds".
  * The fds stay the message's. */

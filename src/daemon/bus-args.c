@@ -1,17 +1,91 @@
 /* SPDX-License-Identifier: MIT */
-/* bus-util.c: caller credentials, the inputs and a{sv} options of the Hash calls, errno -> error names */
+/* bus-args.c: what the method handlers read from a call: caller, fds, algorithm, paths, a{sv} options */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "daemon/bus-util.h"
-#include "fhash/fhash-dbus.h"
 #include "basic/macro.h"
 #include "basic/strv.h"
+#include "daemon/bus-args.h"
+#include "fhash/fhash-dbus.h"
+
+int bus_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret)
+{
+        const char *sender = sd_bus_message_get_sender(msg);
+        sd_bus *bus = sd_bus_message_get_bus(msg);
+        OwnerEntry *o;
+
+        if (bus != c->bus) {
+                PeerEntry *p = registry_find_peer(&c->registry, bus);
+
+                if (!p)
+                        return -ENXIO;
+                *ret = p->uid;
+                return 0;
+        }
+        o = sender ? registry_find_owner(&c->registry, sender) : NULL;
+        if (o) {
+                *ret = o->uid;
+                return 0;
+        }
+        return bus_query_sender_uid(msg, ret);
+}
+
+int bus_read_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret, sd_bus_error *error)
+{
+        int r;
+
+        r = bus_caller_uid(c, msg, ret);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot determine the caller's uid: %m");
+        return 0;
+}
+
+const char *bus_caller_name(Context *c, sd_bus_message *msg)
+{
+        sd_bus *bus = sd_bus_message_get_bus(msg);
+        PeerEntry *p;
+
+        if (bus == c->bus)
+                return sd_bus_message_get_sender(msg);
+        p = registry_find_peer(&c->registry, bus);
+        return p ? p->name : NULL;
+}
+
+int bus_check_accepting(Context *c, sd_bus_error *error)
+{
+        if (c->shutting_down)
+                return sd_bus_error_set(error, FHASH_ERROR_BUSY, "fhashd is shutting down.");
+        return 0;
+}
+
+int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n, sd_bus_error *error)
+{
+        UserRegistry *ur = &c->registry.users;
+        const UserLimit *l = &ur->limits[r];
+        uint64_t used = user_used(user_registry_find(ur, uid), r);
+
+        if (outcome == USER_E_TOTAL)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "fhashd holds %" PRIu64 " %s in all, %zu more exceed the limit of %" PRIu64 ".",
+                                         ur->total[r], user_resource_to_string(r), n, l->total);
+        if (r == USER_RESOURCE_JOBS)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u already has %" PRIu64 " unfinished jobs (limit %" PRIu64 ").",
+                                         (unsigned)uid, used, l->per_uid);
+        if (r == USER_RESOURCE_FILES)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",
+                                         (unsigned)uid, used, n, l->per_uid);
+        return sd_bus_error_setf(error, FHASH_ERROR_BUSY, "uid %u holds %" PRIu64 " %s, %zu more exceed the limit of %" PRIu64 ".",
+                                 (unsigned)uid, used, user_resource_to_string(r), n, l->per_uid);
+}
 
 int bus_query_sender_uid(sd_bus_message *m, uid_t *ret)
 {
@@ -217,6 +291,89 @@ fail:
         return r;
 }
 
+int bus_read_algorithm(sd_bus_message *m, HashAlgo *ret, sd_bus_error *error)
+{
+        const char *s;
+        HashAlgo a;
+        int r;
+
+        r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &s);
+        if (r < 0)
+                return r;
+        a = hash_algo_from_string(s);
+        if (a < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "algorithm: unknown algorithm \"%.*s\" (known: %s)", bus_echo_len(s, 64), s,
+                                         hash_algo_list());
+        *ret = a;
+        return 0;
+}
+
+int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgo *ret_algo,
+                                   HashOptions *ret, sd_bus_error *error)
+{
+        HashAlgo algo;
+        int r;
+
+        r = bus_read_algorithm(m, &algo, error);
+        if (r < 0)
+                return r;
+        r = bus_read_hash_options(m, n_inputs, algo, allowed, ret, error);
+        if (r < 0)
+                return r;
+        *ret_algo = algo;
+        return 0;
+}
+
+int bus_read_paths(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *error)
+{
+        _cleanup_strv_free_ char **paths = NULL;
+        size_t n;
+        int r;
+
+        r = sd_bus_message_read_strv(m, &paths);
+        if (r < 0)
+                return r;
+        n = strv_length(paths);
+        if (n == 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "paths: no paths given");
+        if (n > max)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths: %zu paths, at most %zu per call",
+                                         n, max);
+        for (size_t i = 0; i < n; i++) {
+                if (paths[i][0] != '/')
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "paths[%zu]: \"%.256s\" is not an absolute path", i, paths[i]);
+                if (strlen(paths[i]) >= PATH_MAX)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths[%zu]: longer than PATH_MAX",
+                                                 i);
+        }
+        *ret = TAKE_PTR(paths);
+        return 0;
+}
+
+/* n inputs without an fd, path or error yet. */
+static HashInput *hash_inputs_new(size_t n)
+{
+        HashInput *inputs = calloc(n, sizeof(HashInput));
+
+        for (size_t i = 0; inputs && i < n; i++)
+                inputs[i].fd = -EBADF;
+        return inputs;
+}
+
+int hash_inputs_from_paths(char **paths, size_t n, HashInput **ret)
+{
+        HashInput *inputs = hash_inputs_new(n);
+
+        if (!inputs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                inputs[i].path = paths[i];
+        *ret = inputs;
+        return 0;
+}
+
 int bus_echo_len(const char *s, size_t max)
 {
         size_t n = strnlen(s, max + 1);
@@ -314,14 +471,11 @@ static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_
 
 int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret, sd_bus_error *error)
 {
-        HashInput *inputs;
+        HashInput *inputs = hash_inputs_new(n);
         int r;
 
-        inputs = calloc(n, sizeof(HashInput));
         if (!inputs)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                inputs[i].fd = -EBADF;
         *ret = inputs;
         for (size_t i = 0; i < n; i++) {
                 r = bus_check_fd(&inputs[i], i, fds[i], allow_streams, error);

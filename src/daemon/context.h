@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* context.h: what fhashd's model and its bus code share: loop, bus, engine, registry, limits */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "daemon/registry.h"
+#include "engine/engine.h"
+
+/*
+ * The manager (manager.c: event loop, timers, signals, sd_notify, idle exit, shutdown) owns one
+ * Context and is known to fhashd.c alone. Jobs, owners, direct connections and the vtables see only
+ * this: the objects they need and two hooks through which they tell the manager that something it
+ * watches changed. That keeps the model and the bus code from calling up into the loop (and lets the
+ * unit tests run the model with a Context of their own, without a manager or a bus).
+ */
+typedef struct Context Context;
+
+struct Context {
+        sd_event *event;
+        sd_bus *bus;          /* fhashd's connection to the bus (direct connections are peers'); may be NULL */
+        Engine *engine;
+        Registry registry;
+        uid_t uid;            /* fhashd's own euid: HashPaths is for it and root */
+        bool shutting_down;   /* new jobs and connections are refused */
+
+        /* From the configuration (config.h). */
+        uint32_t max_paths;           /* per HashPaths call */
+        uint64_t keep_finished_usec;  /* how long finished jobs stay on the bus */
+        uint64_t max_file_size;       /* MaxFileSize: larger files fail as TooLarge; 0 = unlimited */
+
+        /* Set by the manager; NULL ones are skipped. */
+        void (*jobs_changed)(Context *c);     /* a job was added, finished or removed */
+        void (*clients_changed)(Context *c);  /* an owner or a direct connection came or went */
+};
+
+static inline void context_jobs_changed(Context *c)
+{
+        if (c->jobs_changed)
+                c->jobs_changed(c);
+}
+
+static inline void context_clients_changed(Context *c)
+{
+        if (c->clients_changed)
+                c->clients_changed(c);
+}

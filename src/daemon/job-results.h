@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* job-results.h: a job's per-input results, batched into FilesHashed signals, kept until it goes */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "basic/macro.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
+
+/* Results go out in FilesHashed batches of at most this many, or after JOB_BATCH_USEC. */
+#define JOB_BATCH_MAX 256
+#define JOB_BATCH_USEC (50 * 1000ULL)
+/* A batch is also flushed once its names and errors reach this many bytes, so that a signal stays
+ * far below the bus's message size limit even with PATH_MAX names. */
+#define JOB_BATCH_BYTES_MAX ((size_t)256 * 1024)
+
+/* The most inputs one job may hold, over all its calls: a job keeps a result per input until it goes
+ * away, and an open job would otherwise grow without end. */
+#define JOB_INPUTS_MAX (UINT32_C(1) << 20)
+
+/* One input's outcome. name is never NULL once its call was accepted; error is NULL on success,
+ * otherwise "<error-name>: <message>" as carried on the bus. */
+typedef struct JobResult {
+        char *name;
+        char *error;
+        uint64_t size;
+        bool done;
+        char digest[HASH_HEX_MAX];
+} JobResult;
+
+/* Sends the results listed in indices (one FilesHashed signal). */
+typedef void (*JobResultsSend)(const uint32_t *indices, size_t n, void *userdata);
+
+typedef struct JobResults {
+        uint32_t n_inputs;   /* FilesTotal */
+        uint32_t n_alloc;
+        JobResult *items;    /* n_inputs */
+        char **expected;     /* n_inputs lower-case hex digests or NULL; NULL if no call had "expected" */
+
+        uint32_t files_done, files_ok, files_failed;
+
+        /* Results not yet sent, in completion order. */
+        uint32_t *pending;
+        size_t n_pending, pending_bytes;
+        sd_event_source *batch_timer;
+        JobResultsSend send;
+        void *userdata;
+} JobResults;
+
+/* Adds the batch timer (disabled) on event; send gets every batch. */
+int job_results_init(JobResults *r, sd_event *event, JobResultsSend send, void *userdata);
+/* Frees every result and the timer. */
+void job_results_done(JobResults *r);
+
+/* Makes room for n more inputs, numbered from *ret_first, with empty results. -E2BIG past
+ * JOB_INPUTS_MAX, -ENOMEM. */
+int job_results_grow(JobResults *r, size_t n, uint32_t *ret_first);
+/* Drops inputs n.. again (a call that failed). */
+void job_results_truncate(JobResults *r, uint32_t n);
+
+/* Sets the label reported for input i (copied). */
+int job_results_set_name(JobResults *r, size_t i, const char *name);
+/* Sets the digest input i must have (lower-case hex of the right length, checked by the caller). */
+int job_results_set_expected(JobResults *r, size_t i, const char *hex);
+/* Sets input i's error to "<error_name>: <message>"; never leaves a failed input without one. */
+int job_results_set_error(JobResults *r, size_t i, const char *error_name, const char *fmt, ...) _printf_(4, 5);
+/* Fills input i from what the engine reported: digest (compared with the expected one), or error. */
+void job_results_set_from_engine(JobResults *r, size_t i, const EngineFileResult *er);
+
+/* Input i is done: counts it and queues it for the next batch. may_flush: a full batch may be sent
+ * right away; false inside the call that added the input, whose reply must go first. */
+void job_results_queue(JobResults *r, size_t i, bool may_flush);
+/* Sends what is pending now. */
+void job_results_flush(JobResults *r);

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/* test-registry.c: the registry's lookups and the per-uid charges on every path a job, an owner or a
+ * direct connection takes, without a bus (as dbus-broker's src/bus/test-reply.c) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "daemon/job.h"
+#include "daemon/owner.h"
+#include "daemon/peer.h"
+#include "daemon/registry.h"
+#include "daemon/user.h"
+#include "fhash/fhash-dbus.h"
+
+#define UID_A ((uid_t)1000)
+#define UID_B ((uid_t)1001)
+
+static uint64_t used(Registry *reg, uid_t uid, UserResource r)
+{
+        return user_used(user_registry_find(&reg->users, uid), r);
+}
+
+/* Nothing charged, nothing listed, no User left: what every test ends with. */
+static void assert_registry_empty(Registry *reg)
+{
+        for (int r = 0; r < _USER_RESOURCE_MAX; r++)
+                assert_int_equal(reg->users.total[r], 0);
+        assert_null(reg->users.users);
+        assert_null(reg->jobs);
+        assert_null(reg->active);
+        assert_null(reg->owners);
+        assert_null(reg->peers);
+}
+
+/* -- the accounting alone -- */
+
+static void test_user_charges(void **state)
+{
+        const UserLimit limits[_USER_RESOURCE_MAX] = {
+                [USER_RESOURCE_JOBS] = { .per_uid = 2 },
+                [USER_RESOURCE_FILES] = { .per_uid = 10, .total = 15 },
+                [USER_RESOURCE_PEERS] = { .per_uid = 1, .total = 2, .reserve = 1 },
+        };
+        UserRegistry ur;
+        UserCharge a_jobs = USER_CHARGE_INIT(USER_RESOURCE_JOBS), b_jobs = USER_CHARGE_INIT(USER_RESOURCE_JOBS);
+        UserCharge a_files = USER_CHARGE_INIT(USER_RESOURCE_FILES), b_files = USER_CHARGE_INIT(USER_RESOURCE_FILES);
+        UserCharge c_files = USER_CHARGE_INIT(USER_RESOURCE_FILES);
+        UserCharge peers[3] = { USER_CHARGE_INIT(USER_RESOURCE_PEERS), USER_CHARGE_INIT(USER_RESOURCE_PEERS),
+                                USER_CHARGE_INIT(USER_RESOURCE_PEERS) };
+        User *a, *b, *c, *root;
+
+        user_registry_init(&ur, limits);
+        assert_int_equal(user_registry_ref(&ur, UID_A, &a), 0);
+        assert_int_equal(user_registry_ref(&ur, UID_B, &b), 0);
+        assert_int_equal(user_registry_ref(&ur, 1002, &c), 0);
+        assert_int_equal(user_registry_ref(&ur, 0, &root), 0);
+        assert_ptr_equal(user_registry_find(&ur, UID_A), a);
+
+        /* Per uid: the third job of A is refused, B's count is its own. */
+        assert_int_equal(user_charge(a, &a_jobs, 1), 0);
+        assert_int_equal(user_charge(a, &a_jobs, 1), 0);
+        assert_int_equal(user_check(&ur, UID_A, USER_RESOURCE_JOBS, 1), USER_E_QUOTA);
+        assert_int_equal(user_charge(a, &a_jobs, 1), USER_E_QUOTA);
+        assert_int_equal(user_used(a, USER_RESOURCE_JOBS), 2);
+        assert_int_equal(a_jobs.amount, 2);
+        assert_int_equal(user_charge(b, &b_jobs, 2), 0);
+        assert_int_equal(ur.total[USER_RESOURCE_JOBS], 4);
+
+        /* Per uid and in all: A's 8 + 3 passes 10; B's 7 fills the 15 of all; then nobody gets one. */
+        assert_int_equal(user_charge(a, &a_files, 8), 0);
+        assert_int_equal(user_charge(a, &a_files, 3), USER_E_QUOTA);
+        assert_int_equal(user_charge(b, &b_files, 7), 0);
+        assert_int_equal(user_check(&ur, 1002, USER_RESOURCE_FILES, 1), USER_E_TOTAL);
+        assert_int_equal(user_charge(c, &c_files, 1), USER_E_TOTAL);
+        assert_int_equal(user_used(c, USER_RESOURCE_FILES), 0);
+        /* A refused charge took nothing; a release makes room again, for anyone. */
+        user_charge_release(&b_files, 2);
+        assert_int_equal(user_charge(c, &c_files, 2), 0);
+        assert_int_equal(ur.total[USER_RESOURCE_FILES], 15);
+        /* Releasing more than a charge holds gives back only what it holds. */
+        user_charge_release(&c_files, 100);
+        assert_int_equal(user_used(c, USER_RESOURCE_FILES), 0);
+        assert_int_equal(ur.total[USER_RESOURCE_FILES], 13);
+
+        /* The reserve: of 2 connections in all, other uids get 1, root the last one. */
+        assert_int_equal(user_charge(a, &peers[0], 1), 0);
+        assert_int_equal(user_charge(b, &peers[1], 1), USER_E_TOTAL);
+        assert_int_equal(user_check(&ur, 0, USER_RESOURCE_PEERS, 1), 0);
+        assert_int_equal(user_charge(root, &peers[2], 1), 0);
+        assert_int_equal(user_charge(root, &peers[2], 1), USER_E_QUOTA);
+
+        /* Deinit gives back all, and the charges' references go with them. */
+        user_charge_deinit(&a_jobs);
+        user_charge_deinit(&b_jobs);
+        user_charge_deinit(&a_files);
+        user_charge_deinit(&b_files);
+        user_charge_deinit(&c_files);
+        for (size_t i = 0; i < ELEMENTSOF(peers); i++)
+                user_charge_deinit(&peers[i]);
+        for (int r = 0; r < _USER_RESOURCE_MAX; r++)
+                assert_int_equal(ur.total[r], 0);
+        assert_int_equal(a->n_refs, 1);
+        user_unref(a);
+        user_unref(b);
+        user_unref(c);
+        user_unref(root);
+        assert_null(ur.users);
+        user_registry_done(&ur);
+}
+
+static void test_registry_lookups(void **state)
+{
+        const UserLimit limits[_USER_RESOURCE_MAX] = {
+                [USER_RESOURCE_JOBS] = { .per_uid = 2000 },
+                [USER_RESOURCE_OWNERS] = { .total = 2 },
+                [USER_RESOURCE_PEERS] = { .per_uid = 1 },
+        };
+        enum { N = 3000 };
+        Registry reg;
+        JobEntry *jobs = calloc(N, sizeof(JobEntry));
+        OwnerEntry owners[3] = {};
+        PeerEntry peers[3] = {};
+        char name[] = ":1.5";
+        uint64_t expect[] = { 3, 2 };
+        size_t k = 0;
+
+        assert_non_null(jobs);
+        registry_init(&reg, limits);
+
+        /* Jobs: ids in order, found by id, listed per uid newest first. The Job pointers are only
+         * handed back, never followed. */
+        assert_int_equal(registry_add_job(&reg, &jobs[0], (Job *)&jobs[0], 0), 0);
+        assert_int_equal(registry_add_job(&reg, &jobs[1], (Job *)&jobs[1], UID_A), 0);
+        assert_int_equal(registry_add_job(&reg, &jobs[2], (Job *)&jobs[2], UID_A), 0);
+        assert_int_equal(jobs[2].id, 3);
+        assert_ptr_equal(registry_find_job(&reg, 2), (Job *)&jobs[1]);
+        assert_null(registry_find_job(&reg, 4));
+        assert_int_equal(registry_n_jobs_of(&reg, UID_A), 2);
+        assert_int_equal(registry_n_jobs_of(&reg, UID_B), 0);
+        assert_int_equal(registry_n_jobs_of(&reg, 0), 3);
+        REGISTRY_FOREACH_JOB_OF(e, &reg, UID_A)
+                assert_int_equal(e->id, expect[k++]);
+        assert_int_equal(k, 2);
+        k = 0;
+        REGISTRY_FOREACH_JOB_OF(e, &reg, 0)
+                assert_int_equal(e->id, 3 - k++);
+        assert_int_equal(k, 3);
+        REGISTRY_FOREACH_JOB_OF(e, &reg, UID_B)
+                fail();
+
+        /* A finished job holds no job charge and leaves the active list, but can still be found. */
+        assert_int_equal(used(&reg, UID_A, USER_RESOURCE_JOBS), 2);
+        registry_job_finished(&reg, &jobs[1]);
+        registry_job_finished(&reg, &jobs[1]);
+        assert_int_equal(used(&reg, UID_A, USER_RESOURCE_JOBS), 1);
+        assert_int_equal(registry_n_active_jobs(&reg), 2);
+        assert_ptr_equal(registry_find_job(&reg, 2), (Job *)&jobs[1]);
+        k = 0;
+        REGISTRY_FOREACH_ACTIVE_JOB(e, next, &reg) {
+                assert_true(e->id != 2);
+                k++;
+        }
+        assert_int_equal(k, 2);
+        registry_remove_job(&reg, &jobs[1]);
+        registry_remove_job(&reg, &jobs[1]);
+        assert_null(registry_find_job(&reg, 2));
+        assert_int_equal(registry_n_jobs_of(&reg, UID_A), 1);
+
+        /* Many more, through the table's growth; the per-uid limit refuses the 2001st and leaves
+         * its entry untouched. */
+        for (size_t i = 3; i < N; i++) {
+                int r = registry_add_job(&reg, &jobs[i], (Job *)&jobs[i], UID_B);
+
+                if (i < 2003)
+                        assert_int_equal(r, 0);
+                else {
+                        assert_int_equal(r, USER_E_QUOTA);
+                        assert_null(jobs[i].job);
+                }
+        }
+        assert_int_equal(registry_n_jobs(&reg), 2002);
+        for (size_t i = 3; i < 2003; i++)
+                assert_ptr_equal(registry_find_job(&reg, jobs[i].id), (Job *)&jobs[i]);
+        for (size_t i = 0; i < N; i++)
+                registry_remove_job(&reg, &jobs[i]);
+
+        /* Owners by name (the key's bytes, not its pointer); the third owner passes the total. */
+        assert_int_equal(registry_add_owner(&reg, &owners[0], (Owner *)&owners[0], ":1.5", UID_A), 0);
+        assert_ptr_equal(registry_find_owner(&reg, name), &owners[0]);
+        assert_int_equal(registry_find_owner(&reg, name)->uid, UID_A);
+        assert_int_equal(registry_add_owner(&reg, &owners[1], (Owner *)&owners[1], ":1.5", UID_A), -EEXIST);
+        assert_int_equal(registry_add_owner(&reg, &owners[1], (Owner *)&owners[1], ":1.6", UID_B), 0);
+        assert_int_equal(registry_add_owner(&reg, &owners[2], (Owner *)&owners[2], ":1.7", 0), USER_E_TOTAL);
+        assert_int_equal(registry_n_owners(&reg), 2);
+        assert_int_equal(used(&reg, UID_B, USER_RESOURCE_OWNERS), 1);
+        registry_remove_owner(&reg, &owners[0]);
+        assert_null(registry_find_owner(&reg, ":1.5"));
+        assert_int_equal(registry_add_owner(&reg, &owners[2], (Owner *)&owners[2], ":1.7", 0), 0);
+        registry_remove_owner(&reg, &owners[1]);
+        registry_remove_owner(&reg, &owners[2]);
+
+        /* Peers by their bus, which the registry never follows either. */
+        assert_int_equal(registry_add_peer(&reg, &peers[0], (Peer *)&peers[0], (sd_bus *)&peers[0], "a/direct/1", UID_A), 0);
+        assert_int_equal(registry_add_peer(&reg, &peers[1], (Peer *)&peers[1], (sd_bus *)&peers[1], "a/direct/2", UID_A),
+                         USER_E_QUOTA);
+        assert_int_equal(registry_add_peer(&reg, &peers[1], (Peer *)&peers[1], (sd_bus *)&peers[1], "b/direct/3", UID_B), 0);
+        assert_ptr_equal(registry_find_peer(&reg, (sd_bus *)&peers[1])->peer, (Peer *)&peers[1]);
+        assert_string_equal(registry_find_peer(&reg, (sd_bus *)&peers[0])->name, "a/direct/1");
+        assert_null(registry_find_peer(&reg, (sd_bus *)&peers[2]));
+        assert_int_equal(registry_n_peers(&reg), 2);
+        registry_remove_peer(&reg, &peers[0]);
+        registry_remove_peer(&reg, &peers[1]);
+
+        assert_registry_empty(&reg);
+        registry_done(&reg);
+        free(jobs);
+}
+
+/* -- the model's paths, with an engine and an event loop but no bus -- */
+
+typedef struct Fixture {
+        Context c;
+        sd_bus *conn;  /* stands for a client's direct connection: never started, so signals to it fail */
+        sd_event_source *engine_source;
+} Fixture;
+
+static int on_engine(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        (void)engine_dispatch(userdata);
+        return 0;
+}
+
+static int fixture_setup(void **state)
+{
+        const UserLimit limits[_USER_RESOURCE_MAX] = {
+                [USER_RESOURCE_JOBS] = { .per_uid = 2 },
+                [USER_RESOURCE_FILES] = { .per_uid = 5 },
+                [USER_RESOURCE_OWNERS] = { .total = 8 },
+                [USER_RESOURCE_PEERS] = { .per_uid = 1, .total = 4 },
+        };
+        const EngineConfig ec = { .workers = 1, .buffers = 8, .buffer_size = 65536, .io_mode = IO_MODE_PREAD,
+                                  .no_pin = true };
+        Fixture *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        registry_init(&f->c.registry, limits);
+        f->c.keep_finished_usec = 60 * USEC_PER_SEC;
+        assert_int_equal(sd_event_new(&f->c.event), 0);
+        assert_int_equal(engine_new(&ec, &f->c.engine), 0);
+        assert_int_equal(sd_event_add_io(f->c.event, &f->engine_source, engine_get_fd(f->c.engine), EPOLLIN,
+                                         on_engine, f->c.engine),
+                         0);
+        assert_int_equal(sd_bus_new(&f->conn), 0);
+        *state = f;
+        return 0;
+}
+
+static int fixture_teardown(void **state)
+{
+        Fixture *f = *state;
+
+        assert_registry_empty(&f->c.registry);
+        registry_done(&f->c.registry);
+        sd_bus_unref(f->conn);
+        sd_event_source_disable_unref(f->engine_source);
+        engine_free(f->c.engine);
+        sd_event_unref(f->c.event);
+        free(f);
+        return 0;
+}
+
+/* Runs the loop until cond(j) holds (at most ~10 s). */
+static void run_until(Fixture *f, bool (*cond)(const Job *j), const Job *j)
+{
+        for (int i = 0; i < 10000 && !cond(j); i++)
+                assert_true(sd_event_run(f->c.event, 1000) >= 0);
+        assert_true(cond(j));
+}
+
+static bool is_finished(const Job *j)
+{
+        return job_is_finished(j);
+}
+
+static bool has_results(const Job *j)
+{
+        return j->results.files_done == j->results.n_inputs;
+}
+
+/* A regular file with content, as a client would pass it. */
+static int data_fd(size_t size)
+{
+        int fd = memfd_create("test-registry", MFD_CLOEXEC);
+
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)size), 0);
+        return fd;
+}
+
+static Job *new_job(Fixture *f, uid_t uid, const char *owner, bool open)
+{
+        const EngineJobOptions eo = { .regular_only = true };
+        Job *j = NULL;
+
+        assert_int_equal(job_new(&f->c, owner, uid, HASH_SHA256, &eo, false, open, &j), 0);
+        return j;
+}
+
+static void test_job_charges(void **state)
+{
+        Fixture *f = *state;
+        Registry *reg = &f->c.registry;
+        const EngineJobOptions eo = {};
+        Job *j, *k, *refused = NULL;
+        uint32_t first;
+
+        /* Accepted: one job, and its inputs as files. */
+        j = new_job(f, UID_A, "a/direct/1", false);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 1);
+        assert_int_equal(job_begin_inputs(j, 3, &first), 0);
+        assert_int_equal(first, 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 3);
+
+        /* Limits: 3 more files pass A's 5, and are refused without a trace; B is not A. */
+        k = new_job(f, UID_A, "a/direct/1", true);
+        assert_int_equal(job_begin_inputs(k, 3, &first), USER_E_QUOTA);
+        assert_int_equal(k->results.n_inputs, 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 3);
+        assert_int_equal(job_new(&f->c, "a/direct/1", UID_A, HASH_SHA256, &eo, false, false, &refused), USER_E_QUOTA);
+        assert_null(refused);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 2);
+        refused = new_job(f, UID_B, "b/direct/2", false);
+        assert_int_equal(used(reg, UID_B, USER_RESOURCE_JOBS), 1);
+        job_free(refused);
+        assert_int_equal(used(reg, UID_B, USER_RESOURCE_JOBS), 0);
+
+        /* An aborted call gives its files back. */
+        assert_int_equal(job_begin_inputs(k, 2, &first), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 5);
+        job_abort_inputs(k);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 3);
+        job_free(k);
+
+        /* A file that fails up front has its result when the call is committed; the others when
+         * the engine is done with them; the job when it finishes. */
+        assert_int_equal(job_fail_input(j, 0, FHASH_ERROR_NOT_REGULAR, "is a directory"), 0);
+        assert_int_equal(job_add_input(j, 1, data_fd(4096), NULL), 0);
+        assert_int_equal(job_add_input(j, 2, data_fd(100000), NULL), 0);
+        assert_int_equal(job_start(j, f->conn), 0);
+        assert_true(used(reg, UID_A, USER_RESOURCE_FILES) <= 2);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 1);
+        run_until(f, is_finished, j);
+        assert_int_equal(j->state, JOB_FAILED);
+        assert_int_equal(j->results.files_ok, 2);
+        assert_int_equal(j->results.files_failed, 1);
+        assert_int_equal(j->bytes_done, 104096);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 0);
+        assert_int_equal(registry_n_active_jobs(reg), 0);
+
+        /* Finished, it lingers: still listed, its owner still tracked, until it is freed. */
+        assert_ptr_equal(registry_find_job(reg, j->entry.id), j);
+        assert_int_equal(registry_n_owners(reg), 1);
+        job_free(j);
+        assert_int_equal(registry_n_owners(reg), 0);
+}
+
+static void test_open_job(void **state)
+{
+        Fixture *f = *state;
+        Registry *reg = &f->c.registry;
+        Job *j = new_job(f, UID_A, "a/direct/1", true);
+        uint32_t first;
+
+        /* An open job's files are given back one by one as they are done; the job stays charged
+         * until it is closed and done. */
+        assert_int_equal(job_begin_inputs(j, 1, &first), 0);
+        assert_int_equal(job_add_input(j, 0, data_fd(5000), NULL), 0);
+        assert_int_equal(job_start(j, f->conn), 0);
+        run_until(f, has_results, j);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 1);
+        assert_false(job_is_finished(j));
+
+        /* Parts: every call is one, and the totals add up whatever order they finish in. */
+        for (int call = 0; call < 20; call++) {
+                assert_int_equal(job_begin_inputs(j, 2, &first), 0);
+                assert_int_equal(job_add_input(j, first, data_fd(3000), NULL), 0);
+                assert_int_equal(job_add_input(j, first + 1, data_fd(7000), NULL), 0);
+                assert_int_equal(job_commit_inputs(j, call < 19), 0);
+                assert_true(used(reg, UID_A, USER_RESOURCE_FILES) <= 5);
+                run_until(f, has_results, j);
+        }
+        run_until(f, is_finished, j);
+        assert_int_equal(j->state, JOB_DONE);
+        assert_int_equal(j->results.files_ok, 41);
+        assert_int_equal(j->bytes_done, 5000 + 20 * 10000);
+        assert_int_equal(j->bytes_total, 5000 + 20 * 10000);
+        assert_null(j->parts);
+        assert_int_equal(j->live_bytes_done, 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 0);
+        job_free(j);
+}
+
+static void test_freed_unfinished(void **state)
+{
+        Fixture *f = *state;
+        Registry *reg = &f->c.registry;
+        Job *j = new_job(f, UID_A, "a/direct/1", true);
+        uint32_t first;
+
+        /* Open, with nothing for the engine: unfinished until closed. Freed in the middle of a call,
+         * it gives back the job and the call's files. */
+        assert_int_equal(job_begin_inputs(j, 1, &first), 0);
+        assert_int_equal(job_fail_input(j, 0, FHASH_ERROR_NOT_REGULAR, "is a socket"), 0);
+        assert_int_equal(job_start(j, f->conn), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 0);
+        assert_int_equal(job_begin_inputs(j, 4, &first), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 4);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 1);
+        job_free(j);
+}
+
+static void test_owner_gone(void **state)
+{
+        Fixture *f = *state;
+        Registry *reg = &f->c.registry;
+        Job *jobs[2];
+        uint32_t first;
+
+        /* Two open jobs of one client: one owner, charged once. */
+        for (size_t i = 0; i < ELEMENTSOF(jobs); i++) {
+                jobs[i] = new_job(f, UID_A, "a/direct/1", true);
+                assert_int_equal(job_begin_inputs(jobs[i], 1, &first), 0);
+                assert_int_equal(job_fail_input(jobs[i], 0, FHASH_ERROR_NOT_REGULAR, "is a socket"), 0);
+                assert_int_equal(job_start(jobs[i], f->conn), 0);
+        }
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 1);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 2);
+
+        /* The client leaves: its jobs end cancelled, and nothing is charged any more. */
+        owner_disconnected(&f->c, "a/direct/1");
+        for (size_t i = 0; i < ELEMENTSOF(jobs); i++) {
+                assert_int_equal(jobs[i]->state, JOB_CANCELLED);
+                assert_true(jobs[i]->owner_gone);
+        }
+        assert_int_equal(registry_n_owners(reg), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 0);
+        owner_disconnected(&f->c, "a/direct/1");
+        for (size_t i = 0; i < ELEMENTSOF(jobs); i++)
+                job_free(jobs[i]);
+}
+
+static bool peer_gone(const Job *j)
+{
+        return j->state == JOB_CANCELLED;
+}
+
+static void test_peer_closed(void **state)
+{
+        Fixture *f = *state;
+        Registry *reg = &f->c.registry;
+        Peer *p = NULL, *q = NULL, *r = NULL;
+        int fd = -EBADF, fd2 = -EBADF;
+        uint32_t first;
+        Job *j;
+
+        /* One connection per uid here; the next is refused before anything is made. */
+        assert_int_equal(peer_new(&f->c, ":1.7", UID_A, &p, &fd), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_PEERS), 1);
+        assert_ptr_equal(registry_find_peer(reg, p->bus)->peer, p);
+        assert_string_equal(p->name, ":1.7/direct/1");
+        assert_int_equal(peer_new(&f->c, ":1.7", UID_A, &q, &fd2), USER_E_QUOTA);
+        assert_null(q);
+        assert_int_equal(peer_new(&f->c, ":1.8", UID_B, &r, &fd2), 0);
+        /* The client's end first: sd_bus_flush_close_unref() in peer_free() waits on a connection
+         * whose handshake has not finished while its other end is open. */
+        safe_close(fd2);
+        peer_free(r);
+        assert_int_equal(used(reg, UID_B, USER_RESOURCE_PEERS), 0);
+
+        /* A job owned by the connection: closing the client's end cancels it and gives back the
+         * job, the owner and the connection. */
+        j = new_job(f, UID_A, p->name, true);
+        assert_int_equal(job_begin_inputs(j, 1, &first), 0);
+        assert_int_equal(job_fail_input(j, 0, FHASH_ERROR_NOT_REGULAR, "is a socket"), 0);
+        assert_int_equal(job_start(j, p->bus), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 1);
+        safe_close(fd);
+        run_until(f, peer_gone, j);
+        assert_int_equal(registry_n_peers(reg), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_PEERS), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 0);
+        job_free(j);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_user_charges),
+                cmocka_unit_test(test_registry_lookups),
+                cmocka_unit_test_setup_teardown(test_job_charges, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_open_job, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_freed_unfinished, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_owner_gone, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_peer_closed, fixture_setup, fixture_teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
