@@ -16,6 +16,15 @@
 #include "daemon/peer.h"
 #include "fhash/fhash-dbus.h"
 
+/* The administrator's MaxFileSize is a ceiling that a caller's max-size may lower, never raise
+ * (0: no ceiling, or no max-size asked). */
+static uint64_t effective_max_size(uint64_t asked, uint64_t admin)
+{
+        if (asked == 0 || admin == 0)
+                return asked ? asked : admin;
+        return MIN(asked, admin);
+}
+
 /* Common tail of HashFds and HashPaths: quota, job, reply. Takes the fds of inputs on success. */
 static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo, HashInput *inputs, size_t n,
                       const HashOptions *o, sd_bus_error *error)
@@ -23,7 +32,7 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         _cleanup_(job_freep) Job *j = NULL;
         /* regular_only matters for path inputs only: the daemon cannot check what a path is before
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
-        EngineJobOptions eo = { .max_file_size = o->max_size ? o->max_size : c->max_file_size,
+        EngineJobOptions eo = { .max_file_size = effective_max_size(o->max_size, c->max_file_size),
                                 .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true };
         const char *owner;
         uint32_t first;

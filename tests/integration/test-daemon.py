@@ -392,6 +392,34 @@ def test_limits(bus, tmp):
     ft.log("ok: per-uid job and file limits answer Busy; Cancel; SIGTERM cancels and exits 0")
 
 
+def test_admin_max_size(bus, tmp):
+    """MaxFileSize is a ceiling: a caller's max-size may lower it, never raise it (M4)."""
+    conf = os.path.join(tmp, "maxsize.conf")
+    with open(conf, "w") as f:
+        f.write("[Daemon]\nMaxFileSize=64K\n")
+    big = os.path.join(tmp, "big-100k")
+    with open(big, "wb") as f:
+        f.write(b"b" * 100000)
+    with ft.Daemon(bus, "--workers", "1", "--config", conf):
+        conn = bus.connect()
+        w = ft.JobWatcher(conn)
+        mgr = ft.manager(conn)
+        fd = os.open(big, os.O_RDONLY)
+        z = os.open("/dev/zero", os.O_RDONLY)
+        raised = str(mgr.HashFds(ft.fds(fd, z), "sha256", ft.options(max_size=1 << 40)))
+        lowered = str(mgr.HashFds(ft.fds(fd), "sha256", ft.options(max_size=1000)))
+        plain = str(mgr.HashFds(ft.fds(fd), "sha256", ft.options()))
+        os.close(fd)
+        os.close(z)
+        w.wait([raised, lowered, plain], timeout=30)
+        for job, i, what in ((raised, 0, "100 kB file, max-size 2^40"), (raised, 1, "/dev/zero, max-size 2^40"),
+                             (lowered, 0, "max-size 1000"), (plain, 0, "no max-size")):
+            r = w.results[job][i]
+            ft.check(r[3].startswith(ft.ERR_PREFIX + "TooLarge: "), f"MaxFileSize=64K, {what}: {r}")
+        conn.close()
+    ft.log("ok: a caller's max-size lowers MaxFileSize but never raises it")
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--client":
         if sys.argv[2] == "nobody":
@@ -417,6 +445,7 @@ def main():
             conn.close()
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
         test_limits(bus, tmp)
+        test_admin_max_size(bus, tmp)
 
 
 if __name__ == "__main__":
