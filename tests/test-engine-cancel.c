@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -163,12 +164,47 @@ static void test_concurrent_jobs_and_free(void **state)
         th_rm_rf(dir);
 }
 
+/* The daemon's shutdown: jobs finished in the engine whose JOB events were never delivered, and that
+ * the caller no longer holds. engine_free() drops the events' references, which frees those jobs; it
+ * must not touch them afterwards (fhashd crashed in engine_free() at SIGTERM; ASan names it). */
+static void test_free_with_undelivered_events(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-undelivered");
+        _cleanup_free_ char *path = NULL;
+        int fds_before = th_count_fds();
+        Engine *e = new_engine(IO_MODE_AUTO, 0, 0);
+        EngineJob *jobs[8];
+        Collector c[8];
+        struct pollfd pfd;
+
+        assert_true(asprintf(&path, "%s/f", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 4096, 9), 0);
+        for (int i = 0; i < 8; i++) {
+                collector_init(&c[i], 1);
+                assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &jobs[i]), 0);
+                assert_true(engine_job_add_path(jobs[i], path) >= 0);
+                assert_int_equal(engine_job_start(jobs[i], &test_callbacks, &c[i]), 0);
+        }
+        /* Results are posted (the event fd is readable) but never dispatched. */
+        pfd = (struct pollfd){ .fd = engine_get_fd(e), .events = POLLIN };
+        assert_int_equal(poll(&pfd, 1, 30000), 1);
+        usleep(200000);
+        for (int i = 0; i < 8; i++)
+                engine_job_unref(jobs[i]);
+        engine_free(e);
+        for (int i = 0; i < 8; i++)
+                collector_done(&c[i]);
+        assert_int_equal(th_count_fds(), fds_before);
+        th_rm_rf(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cancel),
                 cmocka_unit_test(test_unref_running),
                 cmocka_unit_test(test_concurrent_jobs_and_free),
+                cmocka_unit_test(test_free_with_undelivered_events),
         };
 
         if (require_reference_tools() != 0)

@@ -189,6 +189,13 @@ Engine *engine_free(Engine *e)
                 safe_close(e->close_fds[i]);
         free(e->close_fds);
 
+        /* Jobs outlive the engine while anyone holds them: from here on they must not reach for it.
+         * Done before the references below are dropped, since dropping one may free a job, and a
+         * job freed without an engine no longer unlinks itself from this list. */
+        for (EngineJob *j = e->live_jobs; j; j = j->live_next)
+                j->engine = NULL;
+        e->live_jobs = NULL;
+
         /* Jobs queued but never seen by the I/O thread, and undelivered events, hold references. */
         for (size_t i = 0; i < e->n_new_jobs; i++)
                 engine_job_unref(e->new_jobs[i]);
@@ -207,10 +214,6 @@ Engine *engine_free(Engine *e)
                 }
         free(e->events);
         free(e->dispatching);
-        /* Jobs the caller still holds outlive the engine: they must not reach for it. */
-        for (EngineJob *j = e->live_jobs; j; j = j->live_next)
-                j->engine = NULL;
-
         ioring_free(e->ring);
         sched_free_all(e);
         for (unsigned i = 0; e->slots && i < e->n_slots; i++)
