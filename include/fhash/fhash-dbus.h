@@ -19,6 +19,7 @@
 #define FHASH_ERROR_CANCELLED FHASH_ERROR_PREFIX "Cancelled"
 #define FHASH_ERROR_BUSY FHASH_ERROR_PREFIX "Busy"
 #define FHASH_ERROR_TOO_LARGE FHASH_ERROR_PREFIX "TooLarge"
+#define FHASH_ERROR_TIMED_OUT FHASH_ERROR_PREFIX "TimedOut"
 /* AddFds() on a job that takes no more inputs: closed, finished or cancelled. */
 #define FHASH_ERROR_JOB_CLOSED FHASH_ERROR_PREFIX "JobClosed"
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/time-util.h"
 #include "daemon/config.h"
 #include "basic/macro.h"
 
@@ -42,6 +43,8 @@ static const ConfigKey config_keys[_CONFIG_KEY_MAX] = {
         KEY(CONFIG_MAX_BYTES_IN_FLIGHT_PER_UID, "MaxBytesInFlightPerUID", CONFIG_TYPE_SIZE,
             max_bytes_in_flight_per_uid, "0", 0, UINT64_MAX, NULL, NULL, NULL),
         KEY(CONFIG_MAX_FILE_SIZE, "MaxFileSize", CONFIG_TYPE_SIZE, max_file_size, "0", 0, UINT64_MAX, NULL, NULL, NULL),
+        KEY(CONFIG_STALL_TIMEOUT_SEC, "StallTimeoutSec", CONFIG_TYPE_UNSIGNED, stall_timeout_sec, "30", 0, UINT_MAX,
+            "stall-timeout", "SECONDS", "End a file whose reads make no progress this long (0 = never)"),
         KEY(CONFIG_IO_MODE, "IOMode", CONFIG_TYPE_IO_MODE, io_mode, "auto", 0, 0,
             "io-mode", "MODE", "auto, uring-registered, uring or pread"),
 };
@@ -419,6 +422,8 @@ void config_to_engine_config(const FhashConfig *c, EngineConfig *ret)
                 .buffers = c->buffers,
                 .max_open = c->max_open_files,
                 .io_mode = c->io_mode,
+                /* A silent pipe or a hung file system would otherwise hold its slot for good. */
+                .stall_timeout_usec = c->stall_timeout_sec ? (uint64_t)c->stall_timeout_sec * USEC_PER_SEC : UINT64_MAX,
         };
 }
 

@@ -50,6 +50,7 @@ typedef struct FhashConfig {
         unsigned max_queued_files_per_uid;     /* MaxQueuedFilesPerUID: same for files, 0 = no cap */
         uint64_t max_bytes_in_flight_per_uid;  /* MaxBytesInFlightPerUID: 0 = unlimited */
         uint64_t max_file_size;                /* MaxFileSize: larger files fail, 0 = unlimited */
+        unsigned stall_timeout_sec;            /* StallTimeoutSec: a file with no I/O progress ends, 0 = never */
         IoMode io_mode;                        /* IOMode: auto, uring-registered, uring, pread */
 } FhashConfig;
 
@@ -71,6 +72,7 @@ typedef enum ConfigKeyId {
         CONFIG_MAX_QUEUED_FILES_PER_UID,
         CONFIG_MAX_BYTES_IN_FLIGHT_PER_UID,
         CONFIG_MAX_FILE_SIZE,
+        CONFIG_STALL_TIMEOUT_SEC,
         CONFIG_IO_MODE,
         _CONFIG_KEY_MAX,
 } ConfigKeyId;

@@ -26,6 +26,7 @@ static const FhashError fhash_errors[] = {
         { FHASH_ERROR_CANCELLED, ECANCELED, { ECANCELED } },
         { FHASH_ERROR_BUSY, EBUSY, {} },
         { FHASH_ERROR_TOO_LARGE, EFBIG, { EFBIG } },
+        { FHASH_ERROR_TIMED_OUT, ETIMEDOUT, { ETIMEDOUT } },
         { FHASH_ERROR_JOB_CLOSED, EPIPE, {} },
 };
 

@@ -420,6 +420,29 @@ def test_admin_max_size(bus, tmp):
     ft.log("ok: a caller's max-size lowers MaxFileSize but never raises it")
 
 
+def test_stall_timeout(bus, tmp):
+    """StallTimeoutSec: a pipe nobody writes to ends TimedOut and gives its place back; others go on."""
+    f = os.path.join(tmp, "one")
+    with ft.Daemon(bus, "--workers", "1", "--stall-timeout", "1"):
+        conn = bus.connect()
+        w = ft.JobWatcher(conn)
+        mgr = ft.manager(conn)
+        r, wr = os.pipe()
+        t0 = time.monotonic()
+        silent = str(mgr.HashFds(ft.fds(r), "sha256", ft.options(max_size=1 << 40, names=["silent"])))
+        os.close(r)
+        plain = str(mgr.HashPaths([f], "sha256", ft.options()))
+        w.wait([plain, silent], timeout=20)
+        took = time.monotonic() - t0
+        res = w.results[silent][0]
+        ft.check(res[3].startswith(ft.ERR_PREFIX + "TimedOut: "), f"silent pipe: {res}")
+        ft.check(0.9 < took < 10, f"silent pipe ended after {took:.1f} s with StallTimeoutSec=1")
+        ft.check(w.finished[plain][0] == "done", f"the other job: {w.finished[plain]}")
+        os.close(wr)
+        conn.close()
+    ft.log(f"ok: StallTimeoutSec=1 ends a silent pipe TimedOut after {took:.1f} s; other jobs go on")
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--client":
         if sys.argv[2] == "nobody":
@@ -446,6 +469,7 @@ def main():
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
         test_limits(bus, tmp)
         test_admin_max_size(bus, tmp)
+        test_stall_timeout(bus, tmp)
 
 
 if __name__ == "__main__":
