@@ -19,9 +19,14 @@ Peer *peer_free(Peer *p)
         if (!p)
                 return NULL;
         registry_remove_peer(&p->context->registry, &p->entry);
+        sd_event_source_disable_unref(p->handshake_kick);
         /* Inside the connection's own Disconnected handler sd-bus still holds a reference: the bus
-         * goes away when that returns. */
-        sd_bus_flush_close_unref(p->bus);
+         * goes away when that returns. sd_bus_flush() would wait without end on a connection still
+         * in its handshake whose client keeps its end open (at shutdown, say): that one is closed. */
+        if (sd_bus_is_ready(p->bus) > 0)
+                sd_bus_flush_close_unref(p->bus);
+        else
+                sd_bus_close_unref(p->bus);
         free(p->name);
         free(p);
         return NULL;
@@ -89,6 +94,30 @@ static int on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *er
         return 0;
 }
 
+/* sd-bus (252) reads the handshake's last line, BEGIN, together with whatever the client wrote
+ * after it, and leaves those bytes in its read buffer when it starts the connection: nothing wakes
+ * the loop for them, so a client that sends its first call right after BEGIN (GDBus does) waited
+ * for ever. A post source runs after each turn of the loop in which something happened; until the
+ * connection is running and has nothing buffered, it lets sd-bus process what it already holds.
+ * (Fds that arrive with BEGIN are refused by sd-bus outright: clients make one call without fds
+ * first, see the README's "Direct connections".) */
+static int on_handshake_kick(sd_event_source *s, void *userdata)
+{
+        Peer *p = userdata;
+        _cleanup_(sd_bus_unrefp) sd_bus *bus = sd_bus_ref(p->bus);
+        int r;
+
+        /* Processing may run the Disconnected handler, which frees p (and this source) but not bus. */
+        do
+                r = sd_bus_process(bus, NULL);
+        while (r > 0);
+        if (r < 0 || sd_bus_is_open(bus) <= 0)
+                return 0;
+        if (sd_bus_is_ready(bus) > 0)
+                p->handshake_kick = sd_event_source_disable_unref(p->handshake_kick);
+        return 0;
+}
+
 /* Takes fd, whatever happens. */
 static int peer_start(Peer *p, int fd)
 {
@@ -130,7 +159,10 @@ static int peer_start(Peer *p, int fd)
                                 "Disconnected", on_disconnected, p);
         if (r < 0)
                 return r;
-        return sd_bus_attach_event(p->bus, c->event, SD_EVENT_PRIORITY_NORMAL);
+        r = sd_bus_attach_event(p->bus, c->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+        return sd_event_add_post(c->event, &p->handshake_kick, on_handshake_kick, p);
 }
 
 int peer_new(Context *c, const char *opener, uid_t uid, Peer **ret, int *ret_fd)

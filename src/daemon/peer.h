@@ -33,6 +33,7 @@ struct Peer {
         char *name;         /* "<opener's unique name>/direct/<id>": the Owner of its jobs */
         uid_t uid;          /* the opener's euid, from the bus driver */
         bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
+        sd_event_source *handshake_kick; /* until the handshake is done: see on_handshake_kick() */
 };
 
 /* Makes a connection for a caller (unique name opener, euid uid), started and attached to the loop

@@ -37,6 +37,10 @@ class Direct:
         stream = sock.connection_factory_create_connection()
         self.conn = Gio.DBusConnection.new_sync(stream, None, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT,
                                                 None, None)
+        # GDBus sends its first message right behind the handshake's BEGIN; sd-bus (252) refuses fds
+        # that arrive with BEGIN and closes the connection. One call without fds first, as the
+        # README tells clients to do.
+        self.conn.call_sync(None, "/", "org.freedesktop.DBus.Peer", "Ping", None, None, 0, 10000, None)
         self.results, self.finished = {}, {}
         self.conn.signal_subscribe(None, ft.MANAGER_IFACE, None, ft.MANAGER_PATH, None,
                                    Gio.DBusSignalFlags.NONE, self._signal)
