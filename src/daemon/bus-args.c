@@ -312,7 +312,7 @@ int bus_read_algorithm(sd_bus_message *m, HashAlgo *ret, sd_bus_error *error)
 int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgo *ret_algo,
                                    HashOptions *ret, sd_bus_error *error)
 {
-        HashAlgo algo;
+        HashAlgo algo = _HASH_ALGO_INVALID;
         int r;
 
         r = bus_read_algorithm(m, &algo, error);

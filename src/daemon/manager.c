@@ -286,6 +286,8 @@ Manager *manager_free(Manager *m)
         c->clients_changed = NULL;
         while (c->registry.jobs)
                 job_free(c->registry.jobs->job);
+        /* uthash.h is a system header, which cppcheck is not given. */
+        // cppcheck-suppress unknownMacro
         HASH_ITER(hh, c->registry.peers, p, tmp)
                 peer_free(p->peer);
 

@@ -150,7 +150,7 @@ static void test_registry_lookups(void **state)
         assert_int_equal(registry_n_jobs_of(&reg, UID_B), 0);
         assert_int_equal(registry_n_jobs_of(&reg, 0), 3);
         REGISTRY_FOREACH_JOB_OF(e, &reg, UID_A)
-                assert_int_equal(e->id, expect[k++]);
+                assert_int_equal(e->id, expect[k++]); // NOLINT(clang-analyzer-core.CallAndMessage): uthash's iteration macro
         assert_int_equal(k, 2);
         k = 0;
         REGISTRY_FOREACH_JOB_OF(e, &reg, 0)

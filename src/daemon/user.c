@@ -28,7 +28,7 @@ void user_registry_done(UserRegistry *ur)
         User *u, *tmp;
 
         HASH_ITER(hh, ur->users, u, tmp) {
-                HASH_DEL(ur->users, u);
+                HASH_DEL(ur->users, u); // NOLINT(clang-analyzer-unix.Malloc): HASH_ITER keeps the next entry before u is freed
                 free(u);
         }
 }
