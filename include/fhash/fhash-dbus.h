@@ -25,3 +25,8 @@
 
 /* The system bus lets a message carry at most 16 fds. */
 #define FHASH_MAX_FDS_PER_CALL 16
+/* The longest name (option "names") a caller may give an input, in bytes: a path's length. */
+#define FHASH_NAME_MAX 4095
+/* The most bytes of results one GetResults/GetResultsFrom reply carries: well under the 32 MiB a
+ * bus message may have (dbus-daemon disconnects a sender of a bigger one, fhashd included). */
+#define FHASH_REPLY_BYTES_MAX (8u << 20)

@@ -541,7 +541,7 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
         for (size_t k = 0; k < call->n; k++) {
                 const RunItem *it = item_at(c, call->idx[k]);
 
-                if (!output_is_utf8(it->name))
+                if (!output_is_utf8(it->name) || strlen(it->name) > FHASH_NAME_MAX)
                         names_utf8 = false;
                 if (it->expected)
                         any_expected = true;
@@ -564,7 +564,8 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                 if (r >= 0)
                         r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
                 /* Names are only labels for jobs and GetResults (results are matched by index), and
-                 * D-Bus strings must be UTF-8: a call with a name that is not goes without labels. */
+                 * D-Bus strings must be UTF-8 (fhashd takes at most FHASH_NAME_MAX bytes): a call with
+                 * a name that is not goes without labels. */
                 if (r >= 0 && names_utf8)
                         r = append_strv_option(m, "names", call, item_name);
                 if (r >= 0 && any_expected)

@@ -146,10 +146,65 @@ static void hash_option_list(unsigned allowed, char *buf, size_t size)
                 (void)snprintf(buf, size, "none");
 }
 
-/* Reads the variant's value if it has the signature the key needs; InvalidArgs naming the key
- * otherwise. */
-static int read_variant(sd_bus_message *m, const char *key, const char *want, void *ret,
-                        sd_bus_error *error)
+/* Reads an "as" of at most max strings of at most max_len bytes each, in time linear in what it
+ * reads, and stops at the first entry too many: sd_bus_message_read_strv() appends through
+ * strv_extend(), which walks the vector each time, so 200,000 empty names held the event loop for
+ * 12 s. An empty array gives an empty vector, never NULL: callers must see "0 entries", not "no
+ * option", or names=[] for 3 inputs would pass unnoticed. -E2BIG (and no error set) at entry
+ * max + 1; what names the argument in the error for a string too long. */
+static int read_strv_bounded(sd_bus_message *m, const char *what, size_t max, size_t max_len, char ***ret,
+                             sd_bus_error *error)
+{
+        _cleanup_strv_free_ char **v = NULL;
+        size_t n = 0, n_alloc = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "s");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *s;
+                size_t len;
+
+                r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &s);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (n >= max)
+                        return -E2BIG;
+                len = strnlen(s, max_len + 1);
+                if (len > max_len)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "%s[%zu]: longer than %zu bytes", what, n, max_len);
+                if (n + 2 > n_alloc) {
+                        size_t a = MAX((size_t)8, 2 * n_alloc);
+                        char **nv = reallocarray(v, a, sizeof(char *));
+
+                        if (!nv)
+                                return -ENOMEM;
+                        v = nv;
+                        n_alloc = a;
+                }
+                v[n] = strndup(s, len);
+                if (!v[n])
+                        return -ENOMEM;
+                v[++n] = NULL;
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        if (!v) {
+                v = calloc(1, sizeof(char *));
+                if (!v)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(v);
+        return 0;
+}
+
+/* Enters the variant if it has the signature the key needs; InvalidArgs naming the key otherwise. */
+static int enter_variant(sd_bus_message *m, const char *key, const char *want, sd_bus_error *error)
 {
         const char *contents;
         char type;
@@ -162,20 +217,38 @@ static int read_variant(sd_bus_message *m, const char *key, const char *want, vo
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "options: \"%s\" must be of type '%s', not '%s'", key, want,
                                          contents ? contents : "?");
-        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, want);
+        return sd_bus_message_enter_container(m, SD_BUS_TYPE_VARIANT, want);
+}
+
+/* Reads a basic-typed variant value. */
+static int read_variant(sd_bus_message *m, const char *key, const char *want, void *ret, sd_bus_error *error)
+{
+        int r;
+
+        r = enter_variant(m, key, want, error);
         if (r < 0)
                 return r;
-        if (streq(want, "as")) {
-                r = sd_bus_message_read_strv(m, (char ***)ret);
-                /* sd-bus returns NULL for an empty array; callers must see "0 entries", not "no
-                 * option", or names=[] for 3 inputs would pass unnoticed. */
-                if (r >= 0 && !*(char ***)ret) {
-                        *(char ***)ret = calloc(1, sizeof(char *));
-                        if (!*(char ***)ret)
-                                return -ENOMEM;
-                }
-        } else
-                r = sd_bus_message_read_basic(m, want[0], ret);
+        r = sd_bus_message_read_basic(m, want[0], ret);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+/* Reads an "as" variant of at most max entries of at most max_len bytes each. */
+static int read_variant_strv(sd_bus_message *m, const char *key, size_t max, size_t max_len, char ***ret,
+                             sd_bus_error *error)
+{
+        char what[64];
+        int r;
+
+        r = enter_variant(m, key, "as", error);
+        if (r < 0)
+                return r;
+        (void)snprintf(what, sizeof(what), "options: \"%s\"", key);
+        r = read_strv_bounded(m, what, max, max_len, ret, error);
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "options: \"%s\" has %zu entries or more for %zu inputs", key, max + 1, max);
         if (r < 0)
                 return r;
         return sd_bus_message_exit_container(m);
@@ -193,7 +266,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
         if (r < 0)
                 goto fail;
-        for (;;) {
+        for (unsigned seen = 0;;) {
                 const char *key;
                 unsigned bit = 0;
 
@@ -219,14 +292,19 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
                                               bus_echo_len(key, 64), key, known);
                         goto fail;
                 }
+                /* Each key once: a repeated key would let one call carry an options array of any
+                 * length. */
+                if (seen & bit) {
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "options: \"%s\" is given twice", key);
+                        goto fail;
+                }
+                seen |= bit;
 
-                if (bit == HASH_OPTION_NAMES) {
-                        o.names = strv_free(o.names);
-                        r = read_variant(m, key, "as", &o.names, error);
-                } else if (bit == HASH_OPTION_EXPECTED) {
-                        o.expected = strv_free(o.expected);
-                        r = read_variant(m, key, "as", &o.expected, error);
-                } else if (bit == HASH_OPTION_MAX_SIZE)
+                /* The arrays are read no further than n_inputs + 1 entries. */
+                if (bit == HASH_OPTION_NAMES)
+                        r = read_variant_strv(m, key, n_inputs, FHASH_NAME_MAX, &o.names, error);
+                else if (bit == HASH_OPTION_EXPECTED)
+                        r = read_variant_strv(m, key, n_inputs, 2 * HASH_DIGEST_MAX, &o.expected, error); else if (bit == HASH_OPTION_MAX_SIZE)
                         r = read_variant(m, key, "t", &o.max_size, error);
                 else if (bit == HASH_OPTION_DONTCACHE)
                         r = read_variant(m, key, "b", &dontcache, error);
@@ -331,23 +409,20 @@ int bus_read_paths(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *err
         size_t n;
         int r;
 
-        r = sd_bus_message_read_strv(m, &paths);
+        r = read_strv_bounded(m, "paths", max, PATH_MAX - 1, &paths, error);
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths: %zu paths or more, at most %zu per call",
+                                         max + 1, max);
         if (r < 0)
                 return r;
         n = strv_length(paths);
         if (n == 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "paths: no paths given");
-        if (n > max)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths: %zu paths, at most %zu per call",
-                                         n, max);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
                 if (paths[i][0] != '/')
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "paths[%zu]: \"%.256s\" is not an absolute path", i, paths[i]);
-                if (strlen(paths[i]) >= PATH_MAX)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "paths[%zu]: longer than PATH_MAX",
-                                                 i);
-        }
+                                                 "paths[%zu]: \"%.*s\" is not an absolute path", i,
+                                                 bus_echo_len(paths[i], 256), paths[i]);
         *ret = TAKE_PTR(paths);
         return 0;
 }
@@ -395,7 +470,7 @@ void hash_inputs_free(HashInput *inputs, size_t n)
 
 int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *error)
 {
-        size_t n = 0, extra = 0;
+        size_t n = 0;
         int r;
 
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "h");
@@ -409,20 +484,19 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
                         return r;
                 if (r == 0)
                         break;
+                /* Counted to the end (a few ns each: the error names the number), never stored. */
                 if (n < FHASH_MAX_FDS_PER_CALL)
-                        ret_fds[n++] = fd;
-                else
-                        extra++;
+                        ret_fds[n] = fd;
+                n++;
         }
         r = sd_bus_message_exit_container(m);
         if (r < 0)
                 return r;
         if (n == 0)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "fds: no file descriptors given");
-        if (extra > 0)
+        if (n > FHASH_MAX_FDS_PER_CALL)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "fds: %zu file descriptors, at most %d per call", n + extra,
-                                         FHASH_MAX_FDS_PER_CALL);
+                                         "fds: %zu file descriptors, at most %d per call", n, FHASH_MAX_FDS_PER_CALL);
         *ret_n = n;
         return 0;
 }

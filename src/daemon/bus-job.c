@@ -283,20 +283,83 @@ static int append_result(sd_bus_message *m, Job *j, size_t i)
                                      res->digest, res->error ? res->error : "");
 }
 
+/* An upper bound of the bytes input i's (ustss) takes in a message: the strings, their length
+ * words and nuls, and the worst alignment padding. */
+static size_t result_wire_size(const JobResult *res)
+{
+        return 64 + (res->name ? strlen(res->name) : 0) + strlen(res->digest) +
+               (res->error ? strlen(res->error) : 0);
+}
+
+/* Appends the results of finished inputs from index first on, at most max of them (0: no count
+ * limit) and at most FHASH_REPLY_BYTES_MAX bytes. *ret_next is the first index not looked at
+ * (n_inputs when all were); *ret_truncated tells whether the byte bound stopped it. */
+static int append_results(sd_bus_message *m, Job *j, uint32_t first, uint32_t max, uint32_t *ret_next,
+                          bool *ret_truncated)
+{
+        size_t bytes = 0;
+        uint32_t i = first, n = 0;
+        int r;
+
+        *ret_truncated = false;
+        r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "(ustss)");
+        for (; r >= 0 && i < j->results.n_inputs && (max == 0 || n < max); i++) {
+                const JobResult *res = &j->results.items[i];
+
+                if (!res->done)
+                        continue;
+                bytes += result_wire_size(res);
+                if (bytes > FHASH_REPLY_BYTES_MAX) {
+                        *ret_truncated = true;
+                        break;
+                }
+                r = append_result(m, j, i);
+                n++;
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        *ret_next = i;
+        return r;
+}
+
 static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Job *j = userdata;
+        uint32_t next;
+        bool truncated;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, SD_BUS_TYPE_ARRAY, "(ustss)");
-        for (size_t i = 0; r >= 0 && i < j->results.n_inputs; i++)
-                if (j->results.items[i].done)
-                        r = append_result(reply, j, i);
+                r = append_results(reply, j, 0, 0, &next, &truncated);
+        if (r < 0)
+                return r;
+        /* A reply over the bus's message limit would get fhashd itself disconnected. */
+        if (truncated)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The results of %" PRIu32 " inputs take more than %u MiB: "
+                                         "read them in parts with GetResultsFrom()",
+                                         j->results.n_inputs, FHASH_REPLY_BYTES_MAX >> 20);
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_results_from(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Job *j = userdata;
+        uint32_t first, max, next;
+        bool truncated;
+        int r;
+
+        r = sd_bus_message_read(msg, "uu", &first, &max);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = append_results(reply, j, first, max, &next, &truncated);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "u", MAX(next, first));
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
         return r;
@@ -319,6 +382,9 @@ static const sd_bus_vtable job_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetResults", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ustss)", results),
                                 method_get_results, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetResultsFrom", SD_BUS_ARGS("u", first, "u", max),
+                                SD_BUS_RESULT("a(ustss)", results, "u", next), method_get_results_from,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("AddFds", SD_BUS_ARGS("ah", fds, "a{sv}", options),
                                 SD_BUS_RESULT("u", first_index), method_add_fds, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Close", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_close,

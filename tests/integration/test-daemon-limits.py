@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# test-daemon-limits.py: what one caller sends cannot cost fhashd more than linear time, cannot make
+# it send a message the bus refuses, and is bounded in length (issue 13: H1, H2, L4). A real fhashd
+# on a private dbus-daemon; the worst cases of the 2026-11-23 review, made small enough for CI.
+# tests/integration/test-hostile.py runs the full-size attacks on a system bus.
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fhashtest as ft  # noqa: E402
+
+# Each refused worst-case call is answered within this (before: 10-15 s for 200,000 entries).
+CALL_S = 2.0
+ENTRIES = 200000
+
+
+class Pinger:
+    """Peer.Ping on its own connection every 20 ms while a call is processed; keeps the slowest."""
+
+    def __init__(self, bus):
+        import dbus
+        self.conn = dbus.bus.BusConnection(bus.address)
+        self.peer = dbus.Interface(self.conn.get_object(ft.BUS_NAME, ft.MANAGER_PATH, introspect=False),
+                                   "org.freedesktop.DBus.Peer")
+        self.worst, self.failed, self.stop = 0.0, 0, threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stop.is_set():
+            t0 = time.monotonic()
+            try:
+                self.peer.Ping(timeout=5)
+            except Exception:  # noqa: BLE001 (any failure counts)
+                self.failed += 1
+            self.worst = max(self.worst, time.monotonic() - t0)
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.t.join()
+        self.conn.close()
+
+
+def timed_error(name, fn, *args, **kw):
+    t0 = time.monotonic()
+    msg = ft.expect_error(name, fn, *args, **kw)
+    return msg, time.monotonic() - t0
+
+
+def test_linear_calls(bus, conn, f):
+    """H1: arrays longer than the call's inputs are refused at once, and Ping goes on meanwhile."""
+    import dbus
+    mgr = ft.manager(conn)
+    E = ft.ERR_INVALID_ARGS
+    empties = dbus.Array([""] * ENTRIES, signature="s")
+    fd = os.open(f, os.O_RDONLY)
+    job = str(mgr.HashFds(ft.fds(fd), "sha256", ft.options(more=True)))
+    handles = dbus.Array([dbus.types.UnixFd(fd)] * 64, signature="h")
+    calls = [
+        ("HashFds names", "names", mgr.HashFds, ft.fds(fd), "sha256", ft.options(names=empties)),
+        ("HashFds expected", "expected", mgr.HashFds, ft.fds(fd), "sha256", ft.options(expected=empties)),
+        ("AddFds names", "names", ft.job_iface(conn, job).AddFds, ft.fds(fd), ft.options(names=empties)),
+        ("HashPaths paths", "paths", mgr.HashPaths, dbus.Array(["/nonexistent"] * 100001, signature="s"),
+         "sha256", ft.options()),
+        ("HashFds fds", "fds", mgr.HashFds, handles, "sha256", ft.options()),
+    ]
+    for what, needle, fn, *args in calls:
+        with Pinger(bus) as p:
+            msg, took = timed_error(E, fn, *args, timeout=120)
+        ft.check(needle in msg, f"{what}: message does not name {needle}: {msg}")
+        ft.check(took < CALL_S, f"{what}: refused after {took:.2f} s (bound {CALL_S} s)")
+        ft.check(p.failed == 0 and p.worst < CALL_S, f"{what}: Ping took up to {p.worst:.2f} s, {p.failed} failed")
+        ft.log(f"  {what}: refused in {took * 1000:.0f} ms ({msg[:80]}); Ping worst {p.worst * 1000:.0f} ms")
+
+    # A repeated option key: the options array cannot grow without end either.
+    msg = repeated_key_call(bus, fd)
+    ft.check("twice" in msg and "dontcache" in msg, f"repeated key: {msg}")
+    ft.job_iface(conn, job).Close()
+    os.close(fd)
+    ft.log("ok: H1: names/expected/paths/fds arrays past the call's inputs refused at once; Ping unaffected")
+
+
+def repeated_key_call(bus, fd):
+    """HashFds whose a{sv} gives "dontcache" 100,000 times (python3-dbus cannot: a dict has each
+    key once), through GDBus."""
+    from gi.repository import Gio, GLib
+    c = Gio.DBusConnection.new_for_address_sync(
+        bus.address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
+        None, None)
+    fdl = Gio.UnixFDList.new()
+    fdl.append(fd)
+    entry = GLib.Variant.new_dict_entry(GLib.Variant("s", "dontcache"), GLib.Variant("v", GLib.Variant("b", True)))
+    opts = GLib.Variant.new_array(GLib.VariantType("{sv}"), [entry] * 100000)
+    args = GLib.Variant.new_tuple(GLib.Variant("ah", [0]), GLib.Variant("s", "sha256"), opts)
+    try:
+        c.call_with_unix_fd_list_sync(ft.BUS_NAME, ft.MANAGER_PATH, ft.MANAGER_IFACE, "HashFds", args,
+                                      GLib.VariantType("(o)"), Gio.DBusCallFlags.NONE, 60000, fdl, None)
+    except GLib.Error as e:
+        name = Gio.DBusError.get_remote_error(e)
+        ft.check(name == ft.ERR_INVALID_ARGS, f"repeated key: {name}: {e.message}")
+        Gio.DBusError.strip_remote_error(e)
+        return e.message
+    finally:
+        c.close_sync(None)
+    ft.fail("a{sv} with a key given 100,000 times was accepted")
+
+
+def test_bounded_replies(bus, conn, tmp, f):
+    """H2: names are at most 4095 bytes; GetResults never builds a reply the bus would refuse and
+    GetResultsFrom pages through every result."""
+    import dbus
+    mgr = ft.manager(conn)
+    w = ft.JobWatcher(conn)
+    msg = ft.expect_error(ft.ERR_INVALID_ARGS, mgr.HashPaths, [f], "sha256", ft.options(names=["n" * 4096]))
+    ft.check("names" in msg and "4095" in msg, f"4096-byte name: {msg}")
+    # 2,200 results with 4,000-byte names take ~9 MiB: over the 8 MiB a reply may carry.
+    n = 2200
+    names = [f"{i:06d}" + "é" * 1997 for i in range(n)]
+    job = str(mgr.HashPaths([f] * n, "sha256", ft.options(names=names)))
+    w.wait([job], timeout=120)
+    ft.check(w.finished[job][0] == "done", f"the big job: {w.finished[job]}")
+    ji = ft.job_iface(conn, job)
+    msg = ft.expect_error("org.freedesktop.DBus.Error.LimitsExceeded", ji.GetResults, timeout=60)
+    ft.check("GetResultsFrom" in msg, f"GetResults over 8 MiB: {msg}")
+    got, first, pages = [], 0, 0
+    while first < n:
+        res, nxt = ji.GetResultsFrom(dbus.UInt32(first), dbus.UInt32(0), timeout=60)
+        ft.check(nxt > first, f"GetResultsFrom({first}, 0) did not move on: next {nxt}")
+        got += [(int(r[0]), str(r[1]), str(r[3])) for r in res]
+        first, pages = int(nxt), pages + 1
+    ft.check(pages >= 2, f"{pages} page(s) for ~9 MiB of results")
+    want = ft.sha256_file(f)
+    ft.check([g[0] for g in got] == list(range(n)) and all(g[1] == names[g[0]] and g[2] == want for g in got),
+             "GetResultsFrom pages do not give every result once, in order, with its name and digest")
+    res, nxt = ji.GetResultsFrom(dbus.UInt32(10), dbus.UInt32(5))
+    ft.check([int(r[0]) for r in res] == [10, 11, 12, 13, 14] and nxt == 15, f"GetResultsFrom(10, 5): next {nxt}")
+    res, nxt = ji.GetResultsFrom(dbus.UInt32(n + 5), dbus.UInt32(0))
+    ft.check(len(res) == 0 and nxt == n + 5, f"GetResultsFrom past the end: {len(res)} results, next {nxt}")
+    ft.log(f"ok: H2: 4096-byte names refused; GetResults of ~9 MiB is LimitsExceeded; GetResultsFrom in {pages} pages")
+
+
+def main():
+    ft.require_root_clients()
+    try:
+        from gi.repository import Gio  # noqa: F401
+    except ImportError as e:
+        ft.skip(f"/usr/bin/python3 lacks python3-gi: {e}")
+    with ft.Bus(anyone=True) as bus:
+        tmp = ft.files_dir(bus)
+        f = os.path.join(tmp, "one")
+        with open(f, "wb") as fh:
+            fh.write(b"limits\n" * 100)
+        os.chmod(f, 0o644)
+        with ft.Daemon(bus, "--workers", "2") as d:
+            conn = bus.connect()
+            test_linear_calls(bus, conn, f)
+            test_bounded_replies(bus, conn, tmp, f)
+            conn.close()
+            ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+
+
+if __name__ == "__main__":
+    main()
