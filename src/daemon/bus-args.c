@@ -14,6 +14,7 @@
 #include "basic/strv.h"
 #include "daemon/bus-args.h"
 #include "fhash/fhash-dbus.h"
+#include "io/fsinfo.h"
 
 int bus_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret)
 {
@@ -501,9 +502,37 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
         return 0;
 }
 
-static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_bus_error *error)
+/* A regular file's file system, for an unprivileged caller's fd: refused (a per-file AccessDenied)
+ * where fhashd would read it with more than the caller's rights or where it may never answer;
+ * marked untrusted where it may hang but is allowed. */
+static void check_file_system(HashInput *in, int fd, bool privileged)
 {
-        struct stat st;
+        FsInfo fs;
+
+        if (fsinfo_of_fd(fd, &fs) < 0)
+                fs = (FsInfo){ .class = FS_CLASS_UNKNOWN };
+        if (fs.class == FS_CLASS_FUSE || fs.class == FS_CLASS_REMOTE || fs.class == FS_CLASS_UNKNOWN)
+                in->flags |= ENGINE_INPUT_UNTRUSTED_FS;
+        if (privileged)
+                return;
+        if (fs.class == FS_CLASS_PSEUDO) {
+                /* Their permission checks run at read time, against fhashd's credentials: nobody
+                 * could read root's /proc/PID/wchan through fhashd. */
+                in->error_name = FHASH_ERROR_ACCESS_DENIED;
+                in->error_message = "a file on a pseudo file system (procfs, sysfs, ...) is read with fhashd's "
+                                    "credentials: only root may hash it through fhashd";
+        } else if (fs.class == FS_CLASS_FUSE && !fs.root_mounted) {
+                in->error_name = FHASH_ERROR_ACCESS_DENIED;
+                in->error_message = "on a FUSE file system not mounted by root: its server could hold fhashd";
+        } else if (fs.class == FS_CLASS_UNKNOWN) {
+                in->error_name = FHASH_ERROR_ACCESS_DENIED;
+                in->error_message = "on a mount outside fhashd's mount namespace: its file system is unknown";
+        }
+}
+
+static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, bool privileged, sd_bus_error *error)
+{
+        struct statx stx;
         int flags;
 
         flags = fcntl(fd, F_GETFL);
@@ -514,25 +543,30 @@ static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_
                                          "fds[%zu]: an O_PATH fd cannot be read", i);
         if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
-        if (fstat(fd, &st) < 0)
+        /* The cached type: fstat() would ask a FUSE server, which may never answer. */
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
 
-        if (S_ISDIR(st.st_mode)) {
+        if (S_ISDIR(stx.stx_mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
                 in->error_message = "is a directory";
                 return 0;
         }
-        if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+        if (S_ISFIFO(stx.stx_mode) || S_ISCHR(stx.stx_mode) || S_ISBLK(stx.stx_mode)) {
                 /* A stream has no size to stop at: /dev/zero would keep a worker busy forever. */
                 if (!allow_streams) {
                         in->error_name = FHASH_ERROR_NOT_REGULAR;
                         in->error_message = "pipes and devices are hashed only with the \"max-size\" option";
                         return 0;
                 }
-        } else if (!S_ISREG(st.st_mode)) {
+        } else if (!S_ISREG(stx.stx_mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
-                in->error_message = S_ISSOCK(st.st_mode) ? "is a socket" : "not a regular file";
+                in->error_message = S_ISSOCK(stx.stx_mode) ? "is a socket" : "not a regular file";
                 return 0;
+        } else {
+                check_file_system(in, fd, privileged);
+                if (in->error_name)
+                        return 0;
         }
 
         /* Our own copy: the message's fd goes away with the message. Never reopened by path: the
@@ -543,7 +577,8 @@ static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, sd_
         return 0;
 }
 
-int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret, sd_bus_error *error)
+int bus_check_fds(const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
+                  sd_bus_error *error)
 {
         HashInput *inputs = hash_inputs_new(n);
         int r;
@@ -552,7 +587,7 @@ int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret
                 return -ENOMEM;
         *ret = inputs;
         for (size_t i = 0; i < n; i++) {
-                r = bus_check_fd(&inputs[i], i, fds[i], allow_streams, error);
+                r = bus_check_fd(&inputs[i], i, fds[i], allow_streams, privileged, error);
                 if (r < 0)
                         return r;
         }

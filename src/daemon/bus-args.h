@@ -81,6 +81,7 @@ int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned 
 /* One input of a Hash call, checked before it is added to a job. */
 typedef struct HashInput {
         int fd;                  /* an fd input: our own dup; -EBADF otherwise or when refused */
+        unsigned flags;          /* ENGINE_INPUT_* for the engine */
         const char *path;        /* a path input: points into the message */
         const char *error_name;  /* set if the input fails up front */
         const char *error_message;
@@ -101,9 +102,14 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
 /* Checks each of fds[0..n) and dups it into a new HashInput array (hash_inputs_free() it, also on
  * failure: *ret is set whenever it was allocated). Access-mode mistakes are the caller's bug and
  * fail the call (InvalidArgs naming fds[i]); the kind of file is a per-file outcome
- * (in->error_name), so one directory does not sink a batch. Streams (pipes, devices) are read only if allow_streams (the job
- * has "max-size"). */
-int bus_check_fds(const int fds[], size_t n, bool allow_streams, HashInput **ret, sd_bus_error *error);
+ * (in->error_name), so one directory does not sink a batch. Streams (pipes, devices) are read only
+ * if allow_streams (the job has "max-size"). Nothing here waits on the file's file system (statx
+ * without sync, the mount table): files on FUSE, network or unknown mounts are marked
+ * ENGINE_INPUT_UNTRUSTED_FS. For an unprivileged caller, regular files on pseudo file systems
+ * (procfs, sysfs, ...: checked against fhashd's credentials at read time), on FUSE not mounted by
+ * root and on mounts fhashd cannot see are refused (AccessDenied, per file). */
+int bus_check_fds(const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
+                  sd_bus_error *error);
 
 /* Bytes of s to echo in an error message: at most max, cut at a UTF-8 character boundary (a cut
  * inside a character makes the whole message invalid UTF-8, which sd-bus refuses to send, and the

@@ -163,7 +163,7 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
                 if (inputs[k].error_name)
                         r = job_fail_input(j, i, inputs[k].error_name, inputs[k].error_message);
                 else {
-                        r = job_add_input(j, i, inputs[k].fd, inputs[k].path);
+                        r = job_add_input(j, i, inputs[k].fd, inputs[k].flags, inputs[k].path);
                         if (r >= 0)
                                 inputs[k].fd = -EBADF;  /* the engine owns it now */
                 }
@@ -212,7 +212,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         }
 
-        r = bus_check_fds(raw, n, j->allow_streams, &inputs, error);
+        r = bus_check_fds(raw, n, j->allow_streams, j->uid == 0, &inputs, error);
         if (r < 0)
                 goto finish;
 

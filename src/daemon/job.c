@@ -253,7 +253,7 @@ static int job_get_new_part(Job *j, JobPart **ret)
         return 0;
 }
 
-int job_add_input(Job *j, size_t i, int fd, const char *path)
+int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path)
 {
         JobPart *p;
         int r;
@@ -263,7 +263,7 @@ int job_add_input(Job *j, size_t i, int fd, const char *path)
         r = job_get_new_part(j, &p);
         if (r < 0)
                 return r;
-        r = fd >= 0 ? engine_job_add_fd(p->engine_job, fd) : engine_job_add_path(p->engine_job, path);
+        r = fd >= 0 ? engine_job_add_fd_flags(p->engine_job, fd, flags) : engine_job_add_path(p->engine_job, path);
         if (r < 0)
                 return r;
         /* The engine owns fd now, and numbered the input r: one number per input of the call. */

@@ -255,6 +255,8 @@ int engine_job_add_input(EngineJob *j, const EngineInput *in);
 int engine_job_add_path(EngineJob *j, const char *path);
 /* Adds an fd input (see engine_job_add_input()); its cookie is its index. Returns the index. */
 int engine_job_add_fd(EngineJob *j, int fd);
+/* engine_job_add_fd() with EngineInput.flags (ENGINE_INPUT_*). */
+int engine_job_add_fd_flags(EngineJob *j, int fd, unsigned flags);
 /* Queues the job in the engine. Callbacks fire from engine_dispatch() afterwards. -EBUSY if started. */
 int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata);
 /* Asks the engine to stop the job: no new reads are issued, reads in flight are cancelled, every fd

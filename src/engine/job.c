@@ -155,7 +155,12 @@ int engine_job_add_path(EngineJob *j, const char *path)
 
 int engine_job_add_fd(EngineJob *j, int fd)
 {
-        return engine_job_add_input(j, &(EngineInput){ .fd = fd, .cookie = j->n_inputs });
+        return engine_job_add_fd_flags(j, fd, 0);
+}
+
+int engine_job_add_fd_flags(EngineJob *j, int fd, unsigned flags)
+{
+        return engine_job_add_input(j, &(EngineInput){ .fd = fd, .cookie = j->n_inputs, .flags = flags });
 }
 
 int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata)

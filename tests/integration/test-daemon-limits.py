@@ -4,7 +4,9 @@
 # it send a message the bus refuses, and is bounded in length (issue 13: H1, H2, L4). A real fhashd
 # on a private dbus-daemon; the worst cases of the 2026-11-23 review, made small enough for CI.
 # tests/integration/test-hostile.py runs the full-size attacks on a system bus.
+import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -146,7 +148,50 @@ def test_bounded_replies(bus, conn, tmp, f):
     ft.log(f"ok: H2: 4096-byte names refused; GetResults of ~9 MiB is LimitsExceeded; GetResultsFrom in {pages} pages")
 
 
+def client_hash_fds(address, *paths):
+    """As whoever runs it: HashFds of the named files opened here; prints {path: [digest, error]}."""
+    import dbus
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    w = ft.JobWatcher(conn)
+    job = str(ft.manager(conn).HashFds(ft.fds(*paths), "sha256", ft.options(names=list(paths))))
+    w.wait([job], timeout=30)
+    print(json.dumps({paths[i]: [r[2], r[3]] for i, r in w.results[job].items()}), flush=True)
+
+
+def hash_fds_as(address, user, paths):
+    cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--client", address] + paths
+    if user != "root":
+        cmd = ["setpriv", f"--reuid={user}", "--regid=nogroup", "--clear-groups"] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/")
+    ft.check(r.returncode == 0, f"client as {user}: {r.stderr[-600:]}")
+    return json.loads(r.stdout)
+
+
+def test_pseudo_files(bus, f):
+    """L1: an unprivileged caller's fds on procfs and sysfs are refused (fhashd would read them with
+    its own credentials); root's are hashed; a plain file of the same caller is hashed."""
+    target = subprocess.Popen(["sleep", "60"])
+    try:
+        pseudo = [f"/proc/{target.pid}/stat", "/proc/self/mounts", "/sys/kernel/uevent_seqnum"]
+        pseudo = [p for p in pseudo if os.access(p, os.R_OK)]
+        got = hash_fds_as(bus.address, "nobody", pseudo + [f])
+        for p in pseudo:
+            ft.check(got[p][0] == "" and got[p][1].startswith(ft.ERR_PREFIX + "AccessDenied: ") and
+                     "pseudo file system" in got[p][1], f"nobody's fd on {p}: {got[p]}")
+        ft.check(got[f] == [ft.sha256_file(f), ""], f"nobody's plain file beside them: {got[f]}")
+        got = hash_fds_as(bus.address, "root", pseudo)
+        for p in pseudo:
+            ft.check(len(got[p][0]) == 64 and got[p][1] == "", f"root's fd on {p}: {got[p]}")
+    finally:
+        target.kill()
+        target.wait()
+    ft.log(f"ok: L1: nobody's fds on {', '.join(pseudo)} refused (AccessDenied); root's hashed")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--client":
+        client_hash_fds(*sys.argv[2:])
+        return
     ft.require_root_clients()
     try:
         from gi.repository import Gio  # noqa: F401
@@ -162,6 +207,7 @@ def main():
             conn = bus.connect()
             test_linear_calls(bus, conn, f)
             test_bounded_replies(bus, conn, tmp, f)
+            test_pseudo_files(bus, f)
             conn.close()
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
 

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* fsinfo.c: what kind of file system an fd is on, found without waiting on that file system */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "io/fsinfo.h"
+
+/* File systems whose files are made when read, with permission checks against the reader's
+ * credentials at that moment (fhashd's, not its caller's). */
+static const char *const pseudo_types[] = {
+        "proc",      "sysfs",      "debugfs", "tracefs", "securityfs", "configfs", "bpf",
+        "cgroup",    "cgroup2",    "pstore",  "efivarfs", "fusectl",   "binfmt_misc",
+        "selinuxfs", "smackfs",    "nsfs",    "rpc_pipefs", "nfsd",    "autofs",
+};
+
+/* File systems whose requests may wait on a network peer. */
+static const char *const remote_types[] = {
+        "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "afs", "ncpfs", "coda", "gfs2", "ocfs2", "lustre",
+};
+
+static bool in_list(const char *type, const char *const *list, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (streq(type, list[i]))
+                        return true;
+        return false;
+}
+
+FsClass fsinfo_class_of_type(const char *type)
+{
+        if (streq(type, "fuse") || streq(type, "fuseblk") || strncmp(type, "fuse.", 5) == 0 ||
+            strncmp(type, "fuseblk.", 8) == 0)
+                return FS_CLASS_FUSE;
+        if (in_list(type, pseudo_types, ELEMENTSOF(pseudo_types)))
+                return FS_CLASS_PSEUDO;
+        if (in_list(type, remote_types, ELEMENTSOF(remote_types)))
+                return FS_CLASS_REMOTE;
+        return FS_CLASS_LOCAL;
+}
+
+static const char *const fs_class_table[_FS_CLASS_MAX] = {
+        [FS_CLASS_LOCAL] = "local", [FS_CLASS_PSEUDO] = "pseudo", [FS_CLASS_FUSE] = "fuse",
+        [FS_CLASS_REMOTE] = "remote", [FS_CLASS_UNKNOWN] = "unknown",
+};
+
+const char *fs_class_to_string(FsClass c)
+{
+        return c >= 0 && c < _FS_CLASS_MAX ? fs_class_table[c] : NULL;
+}
+
+/* The mount id of fd, without a request to its file system: glibc 2.36's struct statx does not
+ * name stx_mnt_id, so the kernel's struct and the raw system call. */
+static int mount_id_of_fd(int fd, uint64_t *ret)
+{
+        struct statx stx = {};
+
+        if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0)
+                return -errno;
+        if (!(stx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        *ret = stx.stx_mnt_id;
+        return 0;
+}
+
+/* Fills ret from the mountinfo line of mount id, if line is it: "ID PARENT MAJ:MIN ROOT POINT OPTS
+ * [TAGS...] - TYPE SOURCE SUPEROPTS". Returns 1 if it was, 0 if not, -EBADMSG if unreadable. */
+static int parse_line(const char *line, uint64_t id, FsInfo *ret)
+{
+        const char *sep, *type, *end, *source, *super;
+        char *idend;
+        uint64_t v;
+
+        errno = 0;
+        v = strtoull(line, &idend, 10);
+        if (errno != 0 || idend == line || *idend != ' ')
+                return -EBADMSG;
+        if (v != id)
+                return 0;
+        sep = strstr(line, " - ");
+        if (!sep)
+                return -EBADMSG;
+        type = sep + 3;
+        end = strchr(type, ' ');
+        if (!end || (size_t)(end - type) >= sizeof(ret->type))
+                return -EBADMSG;
+        *ret = (FsInfo){ .class = FS_CLASS_LOCAL };
+        memcpy(ret->type, type, (size_t)(end - type));
+        ret->type[end - type] = '\0';
+        ret->class = fsinfo_class_of_type(ret->type);
+        source = end + 1;
+        super = strchr(source, ' ');
+        if (ret->class == FS_CLASS_FUSE && super) {
+                /* The kernel prints user_id as seen from the initial user namespace. */
+                const char *u = strstr(super, "user_id=");
+
+                ret->root_mounted = u && (u[-1] == ' ' || u[-1] == ',') && u[8] == '0' &&
+                                    (u[9] == ',' || u[9] == '\n' || u[9] == '\0');
+        }
+        return 1;
+}
+
+static void fclosep(FILE **f)
+{
+        if (*f)
+                (void)fclose(*f);
+}
+
+int fsinfo_of_fd(int fd, FsInfo *ret)
+{
+        _cleanup_(fclosep) FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        uint64_t id;
+        int r;
+
+        r = mount_id_of_fd(fd, &id);
+        if (r < 0)
+                return r;
+        f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        while (getline(&line, &n, f) >= 0) {
+                r = parse_line(line, id, ret);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        if (ferror(f))
+                return -EIO;
+        *ret = (FsInfo){ .class = FS_CLASS_UNKNOWN };
+        return 0;
+}
