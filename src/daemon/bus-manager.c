@@ -248,14 +248,39 @@ static int property_get_algorithms(sd_bus *bus, const char *path, const char *in
         return sd_bus_message_close_container(reply);
 }
 
+/* The caller's own counters (L2): daemon-wide ones would let any user read the size of another's
+ * file off BytesHashed, or see when it hashes. Root sees the daemon's. */
+static int own_counter(Context *c, uid_t uid, const char *property, sd_bus_message *reply)
+{
+        User *u = user_registry_find(&c->registry.users, uid);
+        uint64_t bytes = 0;
+
+        if (streq(property, "ActiveJobs"))
+                return sd_bus_message_append(reply, "u", (uint32_t)(u ? user_used(u, USER_RESOURCE_JOBS) : 0));
+        if (streq(property, "QueuedFiles"))
+                return sd_bus_message_append(reply, "u", (uint32_t)(u ? user_used(u, USER_RESOURCE_FILES) : 0));
+        /* A walk over the caller's own jobs, which its job limit bounds. */
+        for (JobEntry *e = registry_first_job(&c->registry, uid); e; e = registry_next_job(e, uid))
+                bytes += e->job->bytes_done;
+        return sd_bus_message_append(reply, "t", bytes);
+}
+
 /* The unsigned counters: which one is told by the property's name. */
 static int property_get_counter(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
         Context *c = userdata;
+        sd_bus_message *msg = sd_bus_get_current_message(bus);
+        uid_t uid;
+        int r;
 
         if (streq(property, "Workers"))
                 return sd_bus_message_append(reply, "u", engine_get_workers(c->engine));
+        r = msg ? bus_read_caller_uid(c, msg, &uid, error) : -ENXIO;
+        if (r < 0)
+                return r;
+        if (uid != 0)
+                return own_counter(c, uid, property, reply);
         if (streq(property, "ActiveJobs"))
                 return sd_bus_message_append(reply, "u", registry_n_active_jobs(&c->registry));
         if (streq(property, "QueuedFiles"))

@@ -158,13 +158,27 @@ def client_hash_fds(address, *paths):
     print(json.dumps({paths[i]: [r[2], r[3]] for i, r in w.results[job].items()}), flush=True)
 
 
-def hash_fds_as(address, user, paths):
-    cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--client", address] + paths
+def client_counters(address):
+    import dbus
+    conn = dbus.bus.BusConnection(address)
+    props = ft.job_iface(conn, ft.MANAGER_PATH, ft.PROPS_IFACE)
+    print(json.dumps({k: int(props.Get(ft.MANAGER_IFACE, k)) for k in ("ActiveJobs", "QueuedFiles", "BytesHashed")}))
+
+
+def as_user(user, cmd):
     if user != "root":
         cmd = ["setpriv", f"--reuid={user}", "--regid=nogroup", "--clear-groups"] + cmd
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/")
     ft.check(r.returncode == 0, f"client as {user}: {r.stderr[-600:]}")
     return json.loads(r.stdout)
+
+
+def counters_as(address, user):
+    return as_user(user, ["/usr/bin/python3", os.path.abspath(__file__), "--counters", address])
+
+
+def hash_fds_as(address, user, paths):
+    return as_user(user, ["/usr/bin/python3", os.path.abspath(__file__), "--client", address] + paths)
 
 
 def test_pseudo_files(bus, f):
@@ -188,7 +202,29 @@ def test_pseudo_files(bus, f):
     ft.log(f"ok: L1: nobody's fds on {', '.join(pseudo)} refused (AccessDenied); root's hashed")
 
 
+def test_counters(bus, conn, tmp, f):
+    """L2: the Manager's counters are the caller's own unless it is root: nobody cannot read the
+    size of root's file off BytesHashed."""
+    mgr = ft.manager(conn)
+    w = ft.JobWatcher(conn)
+    secret = os.path.join(tmp, "secret")
+    with open(secret, "wb") as fh:
+        fh.write(os.urandom(123457))
+    before = counters_as(bus.address, "nobody")
+    root_before = int(ft.job_iface(conn, ft.MANAGER_PATH, ft.PROPS_IFACE).Get(ft.MANAGER_IFACE, "BytesHashed"))
+    job = str(mgr.HashPaths([secret], "sha256", ft.options()))
+    w.wait([job])
+    after = counters_as(bus.address, "nobody")
+    root_after = int(ft.job_iface(conn, ft.MANAGER_PATH, ft.PROPS_IFACE).Get(ft.MANAGER_IFACE, "BytesHashed"))
+    ft.check(after == before, f"nobody's counters moved with root's job: {before} -> {after}")
+    ft.check(root_after - root_before == 123457, f"root's BytesHashed moved by {root_after - root_before}")
+    ft.log(f"ok: L2: nobody's counters {after} did not move while root hashed 123457 bytes (root saw them)")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--counters":
+        client_counters(sys.argv[2])
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--client":
         client_hash_fds(*sys.argv[2:])
         return
@@ -208,6 +244,7 @@ def main():
             test_linear_calls(bus, conn, f)
             test_bounded_replies(bus, conn, tmp, f)
             test_pseudo_files(bus, f)
+            test_counters(bus, conn, tmp, f)
             conn.close()
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
 
