@@ -521,9 +521,13 @@ static void check_file_system(HashInput *in, int fd, bool privileged)
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
                 in->error_message = "a file on a pseudo file system (procfs, sysfs, ...) is read with fhashd's "
                                     "credentials: only root may hash it through fhashd";
-        } else if (fs.class == FS_CLASS_FUSE && !fs.root_mounted) {
+        } else if (fs.class == FS_CLASS_FUSE) {
+                /* Whoever mounted it, its server may be someone else's process (M3: root's mount,
+                 * nobody's server): one that reads a request and never answers holds the reading
+                 * thread in an uninterruptible wait, and fhashd could then never exit. */
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
-                in->error_message = "on a FUSE file system not mounted by root: its server could hold fhashd";
+                in->error_message = "on a FUSE file system: its server could hold fhashd for ever; hash it "
+                                    "in-process (fhashctl --local)";
         } else if (fs.class == FS_CLASS_UNKNOWN) {
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
                 in->error_message = "on a mount outside fhashd's mount namespace: its file system is unknown";

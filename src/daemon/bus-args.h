@@ -106,8 +106,8 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
  * if allow_streams (the job has "max-size"). Nothing here waits on the file's file system (statx
  * without sync, the mount table): files on FUSE, network or unknown mounts are marked
  * ENGINE_INPUT_UNTRUSTED_FS. For an unprivileged caller, regular files on pseudo file systems
- * (procfs, sysfs, ...: checked against fhashd's credentials at read time), on FUSE not mounted by
- * root and on mounts fhashd cannot see are refused (AccessDenied, per file). */
+ * (procfs, sysfs, ...: checked against fhashd's credentials at read time), on FUSE and on mounts
+ * fhashd cannot see are refused (AccessDenied, per file). */
 int bus_check_fds(const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
                   sd_bus_error *error);
 
