@@ -80,6 +80,10 @@ int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u already has %" PRIu64 " unfinished jobs (limit %" PRIu64 ").",
                                          (unsigned)uid, used, l->per_uid);
+        if (r == USER_RESOURCE_OWNERS)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u already has %" PRIu64 " connections with jobs (limit %" PRIu64 ").",
+                                         (unsigned)uid, used, l->per_uid);
         if (r == USER_RESOURCE_FILES)
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u has %" PRIu64 " unfinished files, %zu more exceed the limit of %" PRIu64 ".",

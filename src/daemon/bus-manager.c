@@ -61,9 +61,7 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                 return r;
         r = job_start(j, sd_bus_message_get_bus(msg));
         if (r > 0)
-                /* OWNERS_MAX clients tracked: sd-bus names this System.Error.EBUSY, as it always did
-                 * (issue 13 gives it the documented Busy). */
-                return -EBUSY;
+                return bus_error_quota(c, uid, USER_RESOURCE_OWNERS, r, 1, error);
         if (r < 0)
                 return r;
 

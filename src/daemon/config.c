@@ -431,6 +431,8 @@ void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MA
 {
         ret[USER_RESOURCE_JOBS] = (UserLimit){ .per_uid = c->max_jobs_per_uid };
         ret[USER_RESOURCE_FILES] = (UserLimit){ .per_uid = c->max_queued_files_per_uid };
-        ret[USER_RESOURCE_OWNERS] = (UserLimit){ .total = OWNERS_MAX };
-        ret[USER_RESOURCE_PEERS] = (UserLimit){ .per_uid = PEERS_MAX_PER_UID, .total = PEERS_MAX };
+        ret[USER_RESOURCE_OWNERS] = (UserLimit){ .per_uid = OWNERS_MAX_PER_UID, .total = OWNERS_MAX,
+                                                  .reserve = OWNERS_RESERVE_ROOT };
+        ret[USER_RESOURCE_PEERS] = (UserLimit){ .per_uid = PEERS_MAX_PER_UID, .total = PEERS_MAX,
+                                                 .reserve = PEERS_RESERVE_ROOT };
 }

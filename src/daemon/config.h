@@ -101,10 +101,15 @@ const ConfigKey *config_key(ConfigKeyId id);
 /* Owners tracked at once (owner.h): each costs a match rule on fhashd's own bus connection, and
  * dbus-daemon allows 512 per connection on the system bus; the rest is left for sd-bus's own. */
 #define OWNERS_MAX 384u
+/* Of those, what one uid may hold (dbus-daemon lets a user have 256 connections on the system bus),
+ * and what only root may take: other uids together can never lock root out (L3). */
+#define OWNERS_MAX_PER_UID 128u
+#define OWNERS_RESERVE_ROOT 64u
 /* Direct connections open at once, in all and per uid (peer.h): each is an fd and a little memory in
- * fhashd, held as long as the client keeps it. */
+ * fhashd, held as long as the client keeps it; root's reserve as for owners. */
 #define PEERS_MAX 256u
 #define PEERS_MAX_PER_UID 16u
+#define PEERS_RESERVE_ROOT 16u
 
 /* The built-in defaults (every key at its default_value). */
 FhashConfig config_defaults(void);

@@ -106,7 +106,8 @@ int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path);
 int job_fail_input(Job *j, size_t i, const char *error_name, const char *message);
 
 /* Starts tracking the owner, reached on bus (fhashd's bus or a direct connection), and hands the
- * first call's inputs to the engine. 0, USER_E_TOTAL (too many owners tracked), or -errno; on
+ * first call's inputs to the engine. 0, USER_E_QUOTA / USER_E_TOTAL (too many owners tracked for
+ * the uid or in all: USER_RESOURCE_OWNERS), or -errno; on
  * failure the job is unchanged and must be freed by the caller. */
 int job_start(Job *j, sd_bus *bus);
 /* Hands a later call's inputs to the engine; more = false closes the job. On failure the call's

@@ -16,6 +16,7 @@
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "daemon/config.h"
 #include "daemon/job.h"
 #include "daemon/owner.h"
 #include "daemon/peer.h"
@@ -117,6 +118,49 @@ static void test_user_charges(void **state)
         user_unref(root);
         assert_null(ur.users);
         user_registry_done(&ur);
+}
+
+/* L3: a total with a reserve: other uids together stop short of it, root alone may use the rest;
+ * with the defaults of config.c, two uids at their per-uid maximum leave root its place. */
+static void test_root_reserve(void **state)
+{
+        UserLimit limits[_USER_RESOURCE_MAX] = {
+                [USER_RESOURCE_OWNERS] = { .per_uid = 2, .total = 4, .reserve = 1 },
+        };
+        UserRegistry ur;
+        User *a, *b, *c, *root;
+        UserCharge ca = USER_CHARGE_INIT(USER_RESOURCE_OWNERS), cb = USER_CHARGE_INIT(USER_RESOURCE_OWNERS),
+                   cc = USER_CHARGE_INIT(USER_RESOURCE_OWNERS), cr = USER_CHARGE_INIT(USER_RESOURCE_OWNERS);
+        FhashConfig conf = config_defaults();
+
+        (void)state;
+        user_registry_init(&ur, limits);
+        assert_int_equal(user_registry_ref(&ur, UID_A, &a), 0);
+        assert_int_equal(user_registry_ref(&ur, UID_B, &b), 0);
+        assert_int_equal(user_registry_ref(&ur, UID_B + 1, &c), 0);
+        assert_int_equal(user_registry_ref(&ur, 0, &root), 0);
+        assert_int_equal(user_charge(a, &ca, 2), 0);
+        assert_int_equal(user_charge(a, &ca, 1), USER_E_QUOTA);
+        assert_int_equal(user_charge(b, &cb, 1), 0);
+        /* 3 of 4 held: the last one is root's. */
+        assert_int_equal(user_charge(c, &cc, 1), USER_E_TOTAL);
+        assert_int_equal(user_charge(root, &cr, 1), 0);
+        assert_int_equal(user_charge(root, &cr, 1), USER_E_TOTAL);
+        user_charge_deinit(&ca);
+        user_charge_deinit(&cb);
+        user_charge_deinit(&cc);
+        user_charge_deinit(&cr);
+        user_unref(a);
+        user_unref(b);
+        user_unref(c);
+        user_unref(root);
+        user_registry_done(&ur);
+
+        config_to_user_limits(&conf, limits);
+        for (UserResource r = USER_RESOURCE_OWNERS; r <= USER_RESOURCE_PEERS; r++) {
+                assert_true(limits[r].reserve > 0);
+                assert_true(2 * limits[r].per_uid <= limits[r].total - limits[r].reserve);
+        }
 }
 
 static void test_registry_lookups(void **state)
@@ -511,6 +555,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_user_charges),
+                cmocka_unit_test(test_root_reserve),
                 cmocka_unit_test(test_registry_lookups),
                 cmocka_unit_test_setup_teardown(test_job_charges, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_open_job, fixture_setup, fixture_teardown),

@@ -36,7 +36,7 @@ typedef struct UserLimit {
         uint64_t per_uid;  /* what one uid may hold; 0 = no limit */
         uint64_t total;    /* what all uids together may hold; 0 = no limit */
         /* Of total, what only root may take: other uids together get total - reserve, so that they
-         * can never lock root out. 0 = none (no limit has one yet). */
+         * can never lock root out. 0 = none. */
         uint64_t reserve;
 } UserLimit;
 
