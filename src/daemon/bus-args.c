@@ -80,6 +80,10 @@ int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u already has %" PRIu64 " unfinished jobs (limit %" PRIu64 ").",
                                          (unsigned)uid, used, l->per_uid);
+        if (r == USER_RESOURCE_FDS)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u holds %" PRIu64 " fds for inputs without a result, %zu more exceed "
+                                         "the limit of %" PRIu64 ".", (unsigned)uid, used, n, l->per_uid);
         if (r == USER_RESOURCE_OWNERS)
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u already has %" PRIu64 " connections with jobs (limit %" PRIu64 ").",
@@ -580,6 +584,9 @@ static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, boo
         /* Our own copy: the message's fd goes away with the message. Never reopened by path: the
          * caller's open() is the permission check. */
         in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (in->fd < 0 && (errno == EMFILE || errno == ENFILE))
+                /* The fd budget keeps fhashd from this; should it happen anyway, it is a wait. */
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY, "fds[%zu]: fhashd has no file descriptor left: %m", i);
         if (in->fd < 0)
                 return -errno;
         return 0;

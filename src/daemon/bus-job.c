@@ -164,10 +164,10 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
                         r = job_fail_input(j, i, inputs[k].error_name, inputs[k].error_message);
                 else {
                         r = job_add_input(j, i, inputs[k].fd, inputs[k].flags, inputs[k].path);
-                        if (r >= 0)
+                        if (r == 0)
                                 inputs[k].fd = -EBADF;  /* the engine owns it now */
                 }
-                if (r < 0)
+                if (r != 0)
                         return r;
         }
         return 0;
@@ -231,6 +231,8 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         begun = true;
         r = bus_job_fill_inputs(j, first, inputs, n, &o);
+        if (r > 0)
+                r = bus_error_quota(c, j->uid, USER_RESOURCE_FDS, r, n, error);
         if (r < 0)
                 goto finish;
         /* The reply is made before the inputs are committed: once the engine has them, nothing may

@@ -15,7 +15,8 @@ int bus_job_register(Context *c, sd_bus *bus);
 
 /* Fills the inputs of the call being added, first..first+n-1 (job_begin_inputs()), from the call's
  * checked inputs and options: names, expected digests, fds (taken: inputs[k].fd becomes -EBADF once
- * the engine owns it), paths, up-front failures. Shared by HashFds, HashPaths and AddFds. */
+ * the engine owns it), paths, up-front failures. Shared by HashFds, HashPaths and AddFds. Returns 0,
+ * USER_E_QUOTA / USER_E_TOTAL when the uid's fd budget (USER_RESOURCE_FDS) refuses an fd, or -errno. */
 int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, const HashOptions *o);
 
 /* FilesHashed(o, a(ustss)) with the n results listed in indices, unicast to the owner. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "basic/time-util.h"
@@ -427,12 +428,28 @@ void config_to_engine_config(const FhashConfig *c, EngineConfig *ret)
         };
 }
 
+UserLimit config_fd_limit(uint64_t nofile)
+{
+        /* Kept for fhashd itself: the ring, the bus, direct connections, the engine's opens by path
+         * and the fds that arrive in messages before a handler sees them. An fd a message brings
+         * that cannot be received (EMFILE) costs sd-bus the whole connection. */
+        uint64_t headroom = MAX(nofile / 8, (uint64_t)FDS_HEADROOM_MIN);
+        uint64_t total = nofile > 2 * headroom ? nofile - headroom : nofile / 2;
+
+        return (UserLimit){ .per_uid = total / 4, .total = total, .reserve = total / 8 };
+}
+
 void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MAX])
 {
+        struct rlimit rl;
+
         ret[USER_RESOURCE_JOBS] = (UserLimit){ .per_uid = c->max_jobs_per_uid };
         ret[USER_RESOURCE_FILES] = (UserLimit){ .per_uid = c->max_queued_files_per_uid };
         ret[USER_RESOURCE_OWNERS] = (UserLimit){ .per_uid = OWNERS_MAX_PER_UID, .total = OWNERS_MAX,
                                                   .reserve = OWNERS_RESERVE_ROOT };
         ret[USER_RESOURCE_PEERS] = (UserLimit){ .per_uid = PEERS_MAX_PER_UID, .total = PEERS_MAX,
                                                  .reserve = PEERS_RESERVE_ROOT };
+        ret[USER_RESOURCE_FDS] = config_fd_limit(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                                                         ? (uint64_t)rl.rlim_cur
+                                                         : 1024);
 }

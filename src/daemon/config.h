@@ -110,6 +110,10 @@ const ConfigKey *config_key(ConfigKeyId id);
 #define PEERS_MAX 256u
 #define PEERS_MAX_PER_UID 16u
 #define PEERS_RESERVE_ROOT 16u
+/* Callers' fds held for inputs (USER_RESOURCE_FDS), from RLIMIT_NOFILE: at least this many (or an
+ * eighth) are kept for fhashd itself; of the rest one uid may hold a quarter, and an eighth is
+ * root's alone. With the unit's LimitNOFILE=65536: 14336 per uid, 57344 in all. */
+#define FDS_HEADROOM_MIN 512u
 
 /* The built-in defaults (every key at its default_value). */
 FhashConfig config_defaults(void);
@@ -135,5 +139,8 @@ int config_set(FhashConfig *c, const char *key, const char *value, char **ret_er
 /* Fills the engine's part of the configuration (workers, buffers, open files, I/O mode). */
 void config_to_engine_config(const FhashConfig *c, EngineConfig *ret);
 /* Fills the per-uid and daemon-wide limits (user.h): jobs and files from the keys, owners and direct
- * connections from the fixed limits above. */
+ * connections from the fixed limits above, fds from RLIMIT_NOFILE as it is now (fhashd raises it to
+ * its hard limit first). */
 void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MAX]);
+/* The fd budget (USER_RESOURCE_FDS) for a soft RLIMIT_NOFILE of nofile. */
+UserLimit config_fd_limit(uint64_t nofile);

@@ -28,6 +28,7 @@ typedef struct JobResult {
         char *error;
         uint64_t size;
         bool done;
+        bool holds_fd;  /* a caller's fd, charged to the uid (USER_RESOURCE_FDS) until the result */
         char digest[HASH_HEX_MAX];
 } JobResult;
 

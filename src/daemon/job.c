@@ -201,6 +201,9 @@ int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first)
 void job_abort_inputs(Job *j)
 {
         j->new_part = part_free(j->new_part);
+        for (size_t i = j->n_committed; i < j->results.n_inputs; i++)
+                if (j->results.items[i].holds_fd)
+                        user_charge_release(&j->entry.fd_charge, 1);
         user_charge_release(&j->entry.file_charge, j->results.n_inputs - j->n_committed);
         job_results_truncate(&j->results, j->n_committed);
 }
@@ -263,9 +266,18 @@ int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path)
         r = job_get_new_part(j, &p);
         if (r < 0)
                 return r;
+        if (fd >= 0) {
+                r = user_charge(j->entry.user, &j->entry.fd_charge, 1);
+                if (r != 0)
+                        return r;
+        }
         r = fd >= 0 ? engine_job_add_fd_flags(p->engine_job, fd, flags) : engine_job_add_path(p->engine_job, path);
-        if (r < 0)
+        if (r < 0) {
+                if (fd >= 0)
+                        user_charge_release(&j->entry.fd_charge, 1);
                 return r;
+        }
+        j->results.items[i].holds_fd = fd >= 0;
         /* The engine owns fd now, and numbered the input r: one number per input of the call. */
         assert((size_t)r < p->n_alloc);
         p->engine_to_input[r] = (uint32_t)i;
@@ -285,6 +297,12 @@ int job_fail_input(Job *j, size_t i, const char *error_name, const char *message
 /* Input i has its result: it goes out with the next batch and no longer counts against the uid. */
 static void job_input_done(Job *j, size_t i, bool may_flush)
 {
+        JobResult *res = &j->results.items[i];
+
+        if (res->holds_fd) {
+                res->holds_fd = false;
+                user_charge_release(&j->entry.fd_charge, 1);
+        }
         job_results_queue(&j->results, i, may_flush);
         user_charge_release(&j->entry.file_charge, 1);
 }

@@ -58,6 +58,7 @@ int registry_add_job(Registry *reg, JobEntry *e, Job *j, uid_t uid)
         e->job = j;
         e->user = u;
         e->file_charge = USER_CHARGE_INIT(USER_RESOURCE_FILES);
+        e->fd_charge = USER_CHARGE_INIT(USER_RESOURCE_FDS);
         LIST_PREPEND_BY(user_next, user_prev, u->jobs, e);
         u->n_jobs++;
         LIST_PREPEND_BY(active_next, active_prev, reg->active, e);
@@ -73,6 +74,7 @@ void registry_job_finished(Registry *reg, JobEntry *e)
         e->active = false;
         user_charge_deinit(&e->job_charge);
         user_charge_deinit(&e->file_charge);
+        user_charge_deinit(&e->fd_charge);
 }
 
 void registry_remove_job(Registry *reg, JobEntry *e)

@@ -41,6 +41,7 @@ struct JobEntry {
         bool active;
         UserCharge job_charge;   /* USER_RESOURCE_JOBS: 1 while unfinished */
         UserCharge file_charge;  /* USER_RESOURCE_FILES: inputs accepted and without a result yet */
+        UserCharge fd_charge;    /* USER_RESOURCE_FDS: of those, the ones that hold a caller's fd */
         UT_hash_handle hh;
 };
 

@@ -156,8 +156,18 @@ static void test_root_reserve(void **state)
         user_unref(root);
         user_registry_done(&ur);
 
+        /* The fd budget: the unit's LimitNOFILE=65536, and a hand-started fhashd's 1024. */
+        limits[USER_RESOURCE_FDS] = config_fd_limit(65536);
+        assert_int_equal(limits[USER_RESOURCE_FDS].total, 57344);
+        assert_int_equal(limits[USER_RESOURCE_FDS].per_uid, 14336);
+        assert_int_equal(limits[USER_RESOURCE_FDS].reserve, 7168);
+        limits[USER_RESOURCE_FDS] = config_fd_limit(1024);
+        assert_int_equal(limits[USER_RESOURCE_FDS].total, 512);
+        assert_int_equal(limits[USER_RESOURCE_FDS].per_uid, 128);
+        assert_int_equal(config_fd_limit(64).total, 32);
+
         config_to_user_limits(&conf, limits);
-        for (UserResource r = USER_RESOURCE_OWNERS; r <= USER_RESOURCE_PEERS; r++) {
+        for (UserResource r = USER_RESOURCE_OWNERS; r <= USER_RESOURCE_FDS; r++) {
                 assert_true(limits[r].reserve > 0);
                 assert_true(2 * limits[r].per_uid <= limits[r].total - limits[r].reserve);
         }

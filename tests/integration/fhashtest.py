@@ -193,10 +193,11 @@ class Bus:
 class Daemon:
     """fhashd --address <bus> with extra arguments; its stderr goes to a log file printed on failure."""
 
-    def __init__(self, bus, *args, env=None):
+    def __init__(self, bus, *args, env=None, preexec=None):
         self.bus = bus
         self.args = list(args)
         self.env = env
+        self.preexec = preexec  # run in the child before exec (e.g. to lower an rlimit)
         self.proc = None
         self.logpath = os.path.join(bus.dir, f"fhashd-{time.monotonic_ns()}.log")
 
@@ -209,7 +210,7 @@ class Daemon:
         self.proc = subprocess.Popen([fhashd_path(), "--address", self.bus.address, "--log-level", "debug",
                                       "--config", "/dev/null", "--idle-exit", "0"]
                                      + self.args, stdout=self.logfile, stderr=subprocess.STDOUT,
-                                     env=self.env)
+                                     env=self.env, preexec_fn=self.preexec)
         c = dbus.bus.BusConnection(self.bus.address)
         deadline = time.monotonic() + timeout
         # The name must be owned by *this* process: right after a previous daemon exits, the bus

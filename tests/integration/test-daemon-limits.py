@@ -221,7 +221,59 @@ def test_counters(bus, conn, tmp, f):
     ft.log(f"ok: L2: nobody's counters {after} did not move while root hashed 123457 bytes (root saw them)")
 
 
+def client_fill(address):
+    """An open job on a pipe nobody writes to, AddFds of it 16 at a time until fhashd says Busy; then
+    holds everything until stdin closes."""
+    import dbus
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    r, w = os.pipe()
+    job = str(ft.manager(conn).HashFds(ft.fds(*[r] * 16), "sha256", ft.options(max_size=1 << 40, more=True)))
+    held, error = 16, None
+    while error is None and held < 100000:
+        try:
+            ft.job_iface(conn, job).AddFds(ft.fds(*[r] * 16), ft.options(more=True))
+            held += 16
+        except dbus.exceptions.DBusException as e:
+            error = f"{e.get_dbus_name()}: {e.get_dbus_message()}"
+    print(json.dumps({"held": held, "error": error}), flush=True)
+    sys.stdin.readline()
+
+
+def test_fd_budget(bus, tmp, f):
+    """H3: callers' fds are a budget from RLIMIT_NOFILE: a uid that parks inputs behind a silent pipe
+    gets Busy at its share, fhashd never reaches EMFILE, and root still gets in."""
+    import resource
+    d = ft.Daemon(bus, "--workers", "1",
+                  preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)))
+    d.start()
+    try:
+        time.sleep(0.2)
+        base = d.fd_count()
+        filler = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                                   "/usr/bin/python3", os.path.abspath(__file__), "--fill", bus.address],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/")
+        got = json.loads(filler.stdout.readline() or "{}")
+        # 1024 fds: 512 kept for fhashd, a quarter of the other 512 for one uid.
+        ft.check(got.get("error", "").startswith(ft.ERR_PREFIX + "Busy") and "fds" in got["error"] and
+                 got["held"] == 128, f"nobody parking fds: {got}")
+        during = d.fd_count()
+        ft.check(during < 1024 - 256, f"fhashd holds {during} fds with nobody at its budget")
+        got_root = hash_fds_as(bus.address, "root", [f, f, f])
+        ft.check(all(v == [ft.sha256_file(f), ""] for v in got_root.values()), f"root's HashFds: {got_root}")
+        filler.stdin.close()
+        filler.wait(10)
+        ft.check(ft.wait_for(lambda: d.fd_count() <= base, 5), f"fds {d.fd_count()} not back to {base}")
+        ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    finally:
+        d.stop()
+    ft.log(f"ok: H3: with RLIMIT_NOFILE 1024 nobody parks {got['held']} fds, then Busy ({during} fds in fhashd); "
+           f"root hashes; fds back to {base}")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--fill":
+        client_fill(sys.argv[2])
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--counters":
         client_counters(sys.argv[2])
         return
@@ -247,6 +299,7 @@ def main():
             test_counters(bus, conn, tmp, f)
             conn.close()
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+        test_fd_budget(bus, tmp, f)
 
 
 if __name__ == "__main__":
