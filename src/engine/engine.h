@@ -214,7 +214,9 @@ typedef struct EngineJobOptions {
  * theirs; within a group its jobs split the group's part the same way. Files that finish in turn
  * give the slots to whoever is under its share, so the hashing follows. A group alone may use
  * everything. When a newcomer finds every slot held by files that will not finish soon (pipes,
- * streams), it may open up to its share beyond max_open (at most max_open more files in all).
+ * streams), it may open up to its share beyond max_open (at most max_open more files in all). Those
+ * extra slots are shared as if one more group were there (a group alone borrows at most half), so
+ * that the next group to come finds some free even when the groups before it hold only streams.
  * Streams (pipes, sockets, character devices) are polled through the ring and take a buffer only
  * when they have data, so a silent pipe holds a slot but no buffer. A file that makes no progress
  * for EngineConfig.stall_timeout_usec ends with ENGINE_FILE_ERROR, error -ETIMEDOUT; if its

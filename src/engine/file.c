@@ -245,7 +245,7 @@ void file_try_detach(Engine *e, FileSlot *f)
         /* Buffers the kernel still fills are nobody's share any more, nor is the slot. */
         for (Buffer *b = f->fifo_head; b; b = b->next)
                 if (b->group) {
-                        sched_uncharge_buffer(e, b->group);
+                        sched_uncharge_buffer(e, b->group, pool_is_small(&e->pool, b->slot));
                         b->group = NULL;
                 }
         open_list_remove(e, f);

@@ -19,7 +19,7 @@ void buffer_put(Engine *e, Buffer *b)
         b->next = NULL;
         b->span = 1;
         if (b->group) {
-                sched_uncharge_buffer(e, b->group);
+                sched_uncharge_buffer(e, b->group, pool_is_small(&e->pool, b->slot));
                 b->group = NULL;
         }
         pool_put(&e->pool, b->slot);
@@ -34,7 +34,7 @@ static Buffer *buffer_claim(Engine *e, FileSlot *f, unsigned slot)
         b->owner = BUF_RING;
         b->span = 1;
         b->group = f->group;
-        sched_charge_buffer(e, b->group);
+        sched_charge_buffer(e, b->group, pool_is_small(&e->pool, slot));
         return b;
 }
 
@@ -163,9 +163,8 @@ static bool issue_pass(Engine *e, bool fair)
         bool any = false;
 
         while (buffers_free(e)) {
-                bool progressed = false;
                 FileSlot *start = e->read_cursor ? e->read_cursor : e->open_head;
-                FileSlot *f = start;
+                FileSlot *f = start, *resume = NULL;
 
                 if (!f)
                         break;
@@ -176,14 +175,19 @@ static bool issue_pass(Engine *e, bool fair)
                                 if (b) {
                                         if (b->mapped)
                                                 file_dispatch_ready(e, f);
-                                        progressed = any = true;
+                                        resume = next;
+                                        any = true;
                                 }
                         }
                         f = next;
                 } while (f != start && buffers_free(e));
-                e->read_cursor = f;
-                if (!progressed)
+                /* The next pass starts after the last file served, not where this one stopped: free
+                 * small slots keep a pass going round to its start when the files want pool
+                 * buffers, and the files just after the cursor then got every buffer that came back
+                 * while the others (another user's 2 MiB file behind 64 streams, H4) never did. */
+                if (!resume)
                         break;
+                e->read_cursor = resume;
         }
         return any;
 }

@@ -28,7 +28,8 @@ static ShareGroup *group_get(Engine *e, uint64_t id)
 
 static void group_maybe_free(Engine *e, ShareGroup *g)
 {
-        if (g->n_open > 0 || g->n_bufs > 0 || g->n_wait_jobs > 0 || g->n_active_jobs > 0 || g->waiting)
+        if (g->n_open > 0 || g->n_bufs > 0 || g->n_small_bufs > 0 || g->n_wait_jobs > 0 || g->n_active_jobs > 0 ||
+            g->waiting)
                 return;
         LIST_REMOVE(e->groups, g);
         free(g);
@@ -91,22 +92,32 @@ void sched_uncharge_file(Engine *e, FileSlot *f)
         group_maybe_free(e, g);
 }
 
-void sched_charge_buffer(Engine *e, ShareGroup *g)
+void sched_charge_buffer(Engine *e, ShareGroup *g, bool small)
 {
-        g->n_bufs++;
+        if (small)
+                g->n_small_bufs++;
+        else
+                g->n_bufs++;
 }
 
-void sched_uncharge_buffer(Engine *e, ShareGroup *g)
+void sched_uncharge_buffer(Engine *e, ShareGroup *g, bool small)
 {
-        g->n_bufs--;
+        if (small)
+                g->n_small_bufs--;
+        else
+                g->n_bufs--;
         group_maybe_free(e, g);
 }
 
+/* Each kind of slot is shared on its own: counted together, a group of streams held all 16 pool
+ * buffers while "under" a share of (16 + 64 small slots) / 2, and another group's 2 MiB file
+ * waited behind it for good (H4). */
 bool sched_over_buffer_share(const Engine *e, const ShareGroup *g)
 {
-        unsigned share = MAX(1u, (e->n_buffers + e->n_small) / MAX(1u, e->n_groups_open));
+        unsigned groups = MAX(1u, e->n_groups_open);
 
-        return e->n_groups_open > 1 && g->n_bufs >= share;
+        return e->n_groups_open > 1 &&
+               (g->n_bufs >= MAX(1u, e->n_buffers / groups) || g->n_small_bufs >= MAX(1u, e->n_small / groups));
 }
 
 /* ---- groups with inputs to open, and their jobs, in turn ---- */
@@ -222,7 +233,7 @@ static void group_rotate_job(ShareGroup *g)
  * otherwise); beyond it, up to as many again, only a job under its share, and only while its
  * group has borrowed less than the group's share: a newcomer is not stuck behind files that hold
  * their slots for long (streams, stalls), and the borrowing of all groups together stays under
- * max_open.
+ * max_open, each group's under max_open / (groups + 1) so that a group to come finds slots free.
  */
 static EngineJob *sched_pick(Engine *e)
 {
@@ -248,7 +259,11 @@ static EngineJob *sched_pick(Engine *e)
 
                 unsigned share_g = MAX(1u, e->max_open / MAX(1u, e->n_active_groups));
                 unsigned share_j = MAX(1u, share_g / MAX(1u, g->n_active_jobs));
-                if (!room && g->n_borrowed >= share_g)
+                /* Borrowed slots are shared as if one more group were there: a group alone (a user's
+                 * 128 silent pipes and /dev/zero streams, H4) may not take every slot, or the next
+                 * group to come would find none free until a stream ends. */
+                unsigned borrow_g = MAX(1u, e->max_open / (e->n_active_groups + 1u));
+                if (!room && g->n_borrowed >= borrow_g)
                         continue;
                 for (unsigned k = 0; k < MIN(g->n_wait_jobs, SCHED_SCAN_MAX) && (j = group_front(e, g)); k++) {
                         if (j->n_open < share_j)

@@ -20,7 +20,8 @@ typedef struct ShareGroup {
         unsigned n_open;               /* files of the group on the open list */
         unsigned n_borrowed;           /* of those, opened beyond open_cap (see sched_pick()) */
         unsigned n_active_jobs;        /* jobs with inputs left to open or files open */
-        unsigned n_bufs;               /* pool buffers and small slots charged to it */
+        unsigned n_bufs;               /* pool buffers charged to it */
+        unsigned n_small_bufs;         /* small slots charged to it */
         unsigned n_wait_jobs;          /* its jobs with inputs left to open, on the list below */
         EngineJob *jobs_head, *jobs_tail;  /* that list, in turn */
         bool waiting;                  /* on the engine's ring of groups with inputs to open */
@@ -33,8 +34,8 @@ typedef struct ShareGroup {
 void sched_charge_file(Engine *e, FileSlot *f);
 void sched_uncharge_file(Engine *e, FileSlot *f);
 /* A buffer out of the pool for f, and back. */
-void sched_charge_buffer(Engine *e, ShareGroup *g);
-void sched_uncharge_buffer(Engine *e, ShareGroup *g);
+void sched_charge_buffer(Engine *e, ShareGroup *g, bool small);
+void sched_uncharge_buffer(Engine *e, ShareGroup *g, bool small);
 /* True when g holds at least its share of the buffers while other groups have files open. */
 bool sched_over_buffer_share(const Engine *e, const ShareGroup *g);
 /* Frees every group (engine_free(), after the I/O thread ended). */
