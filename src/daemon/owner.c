@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* owner.c: a client that owns jobs, tracked once however many jobs it has */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/log.h"
 #include "basic/macro.h"
 #include "daemon/owner.h"
 
@@ -12,7 +14,8 @@ static Owner *owner_free(Owner *o)
         if (!o)
                 return NULL;
         registry_remove_owner(&o->context->registry, &o->entry);
-        sd_bus_track_unref(o->track);
+        sd_bus_slot_unref(o->match);
+        sd_bus_slot_unref(o->check);
         free(o->name);
         free(o);
         return NULL;
@@ -35,10 +38,48 @@ static void owner_gone(Owner *o)
         context_clients_changed(c);
 }
 
-static int on_owner_gone(sd_bus_track *t, void *userdata)
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-        /* sd-bus holds a reference on the track while this handler runs. */
-        owner_gone(userdata);
+        Owner *o = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        /* A unique name never gets a new owner: any change is its end. */
+        if (streq(name, o->name) && new_owner[0] == '\0')
+                owner_gone(o);
+        return 0;
+}
+
+/* GetNameOwner's answer: the client may have left before the match was in place. */
+static int on_name_checked(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        Owner *o = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        o->check = sd_bus_slot_unref(o->check);
+        if (e && sd_bus_error_has_name(e, "org.freedesktop.DBus.Error.NameHasNoOwner"))
+                owner_gone(o);
+        else if (e)
+                log_debug("Cannot tell whether %s is still connected: %s", o->name, e->message);
+        return 0;
+}
+
+/* The AddMatch's reply. A failure is logged (the rule may be in place all the same: a reply that
+ * came after the timeout), never the end of the connection; either way the name is checked now. */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+        Owner *o = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        int r;
+
+        if (e)
+                log_warning("Failed to watch client %s for its disconnection: %s", o->name, e->message);
+        o->check = sd_bus_slot_unref(o->check);
+        r = sd_bus_call_method_async(o->bus, &o->check, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetNameOwner", on_name_checked, o, "s", o->name);
+        if (r < 0)
+                log_debug_errno(r, "Failed to check whether %s is still connected: %m", o->name);
         return 0;
 }
 
@@ -77,10 +118,14 @@ int owner_acquire(Context *c, sd_bus *bus, const char *name, uid_t uid, OwnerRef
         if (r != 0)
                 return r;
         if (bus == c->bus) {
-                r = sd_bus_track_new(c->bus, &o->track, on_owner_gone, o);
-                if (r < 0)
-                        return r;
-                r = sd_bus_track_add_name(o->track, name);
+                _cleanup_free_ char *match = NULL;
+
+                if (asprintf(&match,
+                             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                             "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='%s'",
+                             name) < 0)
+                        return -ENOMEM;
+                r = sd_bus_add_match_async(c->bus, &o->match, match, on_name_owner_changed, on_match_installed, o);
                 if (r < 0)
                         return r;
         }

@@ -12,9 +12,11 @@ typedef struct OwnerRef OwnerRef;
 
 /*
  * Each tracked name costs a match rule on fhashd's own bus connection, and dbus-daemon allows a
- * connection only so many (512 by default on the system bus). When an AddMatch is refused, sd-bus
- * closes the connection and fhashd would be gone. So a client is tracked once, by the Owner all its
- * jobs share, not once per job: match rules grow with clients, never with jobs.
+ * connection only so many (512 by default on the system bus). So a client is tracked once, by the
+ * Owner all its jobs share, not once per job: match rules grow with clients, never with jobs. The
+ * match is added asynchronously with a handler for its reply: sd_bus_track (and any async match
+ * without one) closes the whole connection when the AddMatch fails, and it fails when fhashd is
+ * stopped longer than sd-bus's 25 s call timeout (I2: fhashd then left the bus).
  *
  * Whatever holds an Owner does so through an OwnerRef embedded in it (a job's). When the client
  * leaves, each ref's gone() runs once, so the Owner never needs to know what holds it.
@@ -24,7 +26,10 @@ struct Owner {
         OwnerEntry entry;      /* name and uid, in the registry; charged as one owner to the uid */
         char *name;            /* unique bus name, or a direct connection's name (peer.h) */
         sd_bus *bus;           /* where it is reached: fhashd's bus or that direct connection */
-        sd_bus_track *track;   /* on the bus only: a direct connection tells its close itself */
+        /* On the bus only (a direct connection tells its close itself): the NameOwnerChanged match
+         * for name, and the GetNameOwner that checks the name once the match is in place. */
+        sd_bus_slot *match;
+        sd_bus_slot *check;
         OwnerRef *refs;        /* what holds it */
 };
 
