@@ -324,6 +324,26 @@ static int append_results(sd_bus_message *m, Job *j, uint32_t first, uint32_t ma
         return r;
 }
 
+/* A reply of up to 8 MiB is made only for a client that reads them: on a direct connection one with
+ * PEER_BACKLOG_RESULTS messages unread is cut off; on the bus, where fhashd's one queue to
+ * dbus-daemon serves everybody, the call is Busy while that queue is long. */
+static int check_reader(Job *j, sd_bus_message *msg, sd_bus_error *error)
+{
+        Context *c = j->context;
+        sd_bus *bus = sd_bus_message_get_bus(msg);
+        uint64_t queued = 0;
+
+        if (bus != c->bus)
+                return peer_check_backlog_max(c, bus, PEER_BACKLOG_RESULTS)
+                               ? sd_bus_error_set(error, FHASH_ERROR_BUSY,
+                                                  "This connection does not read its replies; it is closed.")
+                               : 0;
+        if (sd_bus_get_n_queued_write(bus, &queued) >= 0 && queued > BUS_BACKLOG_RESULTS)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "fhashd has %" PRIu64 " messages queued for the bus; try again later.", queued);
+        return 0;
+}
+
 static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -332,6 +352,9 @@ static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error 
         bool truncated;
         int r;
 
+        r = check_reader(j, msg, error);
+        if (r < 0)
+                return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = append_results(reply, j, 0, 0, &next, &truncated);
@@ -355,6 +378,9 @@ static int method_get_results_from(sd_bus_message *msg, void *userdata, sd_bus_e
         int r;
 
         r = sd_bus_message_read(msg, "uu", &first, &max);
+        if (r < 0)
+                return r;
+        r = check_reader(j, msg, error);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);

@@ -55,6 +55,14 @@ Peer *peer_free(Peer *p);
  * queued, shuts its socket down. The close is handled from the event loop (Disconnected), never
  * inside the caller. */
 void peer_check_backlog(Context *c, sd_bus *bus);
+/* The same with another bound: true if bus is a direct connection with more than max messages
+ * queued, which is then (or was already) cut off. */
+bool peer_check_backlog_max(Context *c, sd_bus *bus, uint64_t max);
+/* Replies of GetResults (up to FHASH_REPLY_BYTES_MAX each) queued for a direct connection past which
+ * its client counts as not reading: 4 of 8 MiB, where PEER_BACKLOG_MAX small messages stay small. */
+#define PEER_BACKLOG_RESULTS 4u
+/* The same on fhashd's bus connection, whose queue is everybody's: GetResults is Busy past it. */
+#define BUS_BACKLOG_RESULTS 64u
 
 /* Sends what is queued on every direct connection (JobFinished before an exit), waiting at most
  * PEER_FLUSH_USEC in all for clients that do not read. */

@@ -318,6 +318,38 @@ def test_never_reads(bus, conn, d, tmp):
     ft.log(f"ok: a direct client that never reads is cut off ({rss0} -> {rss} KiB RSS), its job cancelled, fds back")
 
 
+def test_results_never_read(bus, conn, d, tmp):
+    """H5: GetResults calls on a direct connection whose replies are never read: cut off after a few
+    queued replies, not after a gigabyte."""
+    from gi.repository import Gio
+    f = os.path.join(tmp, "one-for-results")
+    with open(f, "w") as out:
+        out.write("results")
+    w = ft.JobWatcher(conn)
+    names = ["%02d" % i + "r" * 4093 for i in range(16)]
+    job = str(ft.manager(conn).HashFds(ft.fds(*[f] * 16), "sha256", ft.options(names=names)))
+    w.wait([job])
+    time.sleep(0.3)
+    rss0, cut0 = ft.vmrss_kib(d.pid), d.log().count("does not read its messages")
+    s = raw_direct(conn)
+    sent = 0
+    for serial in range(1, 3001):  # 3,000 replies of 66 kB: 200 MB if fhashd queued them all
+        msg = Gio.DBusMessage.new_method_call(None, job, ft.JOB_IFACE, "GetResults")
+        msg.set_serial(serial)
+        try:
+            s.sendall(msg.to_blob(Gio.DBusCapabilityFlags.NONE))
+            sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            break
+    ft.check(ft.wait_for(lambda: d.log().count("does not read its messages") == cut0 + 1, 30),
+             f"fhashd did not cut off a direct client that reads no GetResults reply:\n{d.log()[-1500:]}")
+    rss = ft.vmrss_kib(d.pid)
+    ft.check_rss(d, rss0, rss, 48 * 1024, "GetResults replies nobody reads")
+    s.close()
+    ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log(f"ok: {sent} GetResults sent and never read: cut off, RSS {rss0} -> {rss} KiB")
+
+
 def test_fhashctl(bus, conn, d, tmp):
     ctl = ft.fhashctl_path()
     files = ft.make_files(os.path.join(tmp, "ctl"), 300, max_size=20000, seed=5)
@@ -407,6 +439,7 @@ def main():
             test_limit(bus, conn, d, tmp)
             test_nobody(bus, conn, d, tmp)
             test_never_reads(bus, conn, d, tmp)
+            test_results_never_read(bus, conn, d, tmp)
             test_fhashctl(bus, conn, d, tmp)
             conn.close()
         test_idle_and_sigterm(bus, tmp)
