@@ -64,7 +64,7 @@ static void assert_config_equal(const FhashConfig *a, const FhashConfig *b)
         assert_int_equal(a->max_paths_per_call, b->max_paths_per_call);
         assert_int_equal(a->max_jobs_per_uid, b->max_jobs_per_uid);
         assert_int_equal(a->max_queued_files_per_uid, b->max_queued_files_per_uid);
-        assert_int_equal(a->max_bytes_in_flight_per_uid, b->max_bytes_in_flight_per_uid);
+        assert_int_equal(a->max_memory_per_uid, b->max_memory_per_uid);
         assert_int_equal(a->max_file_size, b->max_file_size);
         assert_int_equal(a->io_mode, b->io_mode);
 }
@@ -99,7 +99,7 @@ static void test_defaults(void **state)
         assert_int_equal(c.max_paths_per_call, 100000);
         assert_int_equal(c.max_jobs_per_uid, 64);
         assert_int_equal(c.max_queued_files_per_uid, 1000000);
-        assert_int_equal(c.max_bytes_in_flight_per_uid, 0);
+        assert_int_equal(c.max_memory_per_uid, UINT64_C(256) << 20);
         assert_int_equal(c.max_file_size, 0);
         assert_int_equal(c.io_mode, IO_MODE_AUTO);
 }
@@ -135,7 +135,7 @@ static void test_every_key(void **state)
                                             "MaxPathsPerCall=10\n"
                                             "MaxJobsPerUID=7\n"
                                             "MaxQueuedFilesPerUID=999\n"
-                                            "MaxBytesInFlightPerUID=64M\n"
+                                            "MaxMemoryPerUID=64M\n"
                                             "MaxFileSize=2G\n"
                                             "IOMode=pread\n");
         _cleanup_free_ char *err = NULL;
@@ -150,7 +150,7 @@ static void test_every_key(void **state)
                 .max_paths_per_call = 10,
                 .max_jobs_per_uid = 7,
                 .max_queued_files_per_uid = 999,
-                .max_bytes_in_flight_per_uid = UINT64_C(64) << 20,
+                .max_memory_per_uid = UINT64_C(64) << 20,
                 .max_file_size = UINT64_C(2) << 30,
                 .io_mode = IO_MODE_PREAD,
         };
@@ -251,7 +251,7 @@ static void test_overflow_and_ranges(void **state)
                 { "MaxFileSize", "18446744073709551616", "MaxFileSize=18446744073709551616: out of range (0..18446744073709551615)" },
                 { "MaxFileSize", "99999999999999999999999", "MaxFileSize=99999999999999999999999: out of range (0..18446744073709551615)" },
                 { "MaxFileSize", "16777216T", "MaxFileSize=16777216T: out of range (0..18446744073709551615)" },
-                { "MaxBytesInFlightPerUID", "17179869184G", "MaxBytesInFlightPerUID=17179869184G: out of range (0..18446744073709551615)" },
+                { "MaxMemoryPerUID", "17179869184G", "MaxMemoryPerUID=17179869184G: out of range (0..18446744073709551615)" },
                 { "Workers", "4294967296", "Workers=4294967296: out of range (0..1024)" },
                 { "Workers", "1025", "Workers=1025: out of range (0..1024)" },
                 { "BufferSize", "4095", "BufferSize=4095: out of range (4096..268435456)" },

@@ -80,6 +80,11 @@ int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u already has %" PRIu64 " unfinished jobs (limit %" PRIu64 ").",
                                          (unsigned)uid, used, l->per_uid);
+        if (r == USER_RESOURCE_MEMORY)
+                return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                         "uid %u's jobs hold %" PRIu64 " bytes of results and names, the limit is %" PRIu64
+                                         " (MaxMemoryPerUID): let finished jobs go or wait for them to expire.",
+                                         (unsigned)uid, used, l->per_uid);
         if (r == USER_RESOURCE_FDS)
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u holds %" PRIu64 " fds for inputs without a result, %zu more exceed "

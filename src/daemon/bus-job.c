@@ -224,7 +224,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         }
         if (r > 0) {
-                r = bus_error_quota(c, j->uid, USER_RESOURCE_FILES, r, n, error);
+                r = bus_error_quota(c, j->uid, j->refused, r, n, error);
                 goto finish;
         }
         if (r < 0)
@@ -232,7 +232,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
         begun = true;
         r = bus_job_fill_inputs(j, first, inputs, n, &o);
         if (r > 0)
-                r = bus_error_quota(c, j->uid, USER_RESOURCE_FDS, r, n, error);
+                r = bus_error_quota(c, j->uid, j->refused, r, n, error);
         if (r < 0)
                 goto finish;
         /* The reply is made before the inputs are committed: once the engine has them, nothing may

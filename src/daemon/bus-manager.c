@@ -53,12 +53,12 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                 return r;
         r = job_begin_inputs(j, n, &first);
         if (r > 0)
-                return bus_error_quota(c, uid, USER_RESOURCE_FILES, r, n, error);
+                return bus_error_quota(c, uid, j->refused, r, n, error);
         if (r < 0)
                 return r;
         r = bus_job_fill_inputs(j, first, inputs, n, o);
         if (r > 0)
-                return bus_error_quota(c, uid, USER_RESOURCE_FDS, r, n, error);
+                return bus_error_quota(c, uid, j->refused, r, n, error);
         if (r < 0)
                 return r;
         r = job_start(j, sd_bus_message_get_bus(msg));

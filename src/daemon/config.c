@@ -41,8 +41,8 @@ static const ConfigKey config_keys[_CONFIG_KEY_MAX] = {
             "max-jobs-per-uid", "N", "Unfinished jobs per uid (0 = unlimited)"),
         KEY(CONFIG_MAX_QUEUED_FILES_PER_UID, "MaxQueuedFilesPerUID", CONFIG_TYPE_UNSIGNED, max_queued_files_per_uid,
             "1000000", 0, UINT_MAX, "max-files-per-uid", "N", "Unfinished files per uid (0 = unlimited)"),
-        KEY(CONFIG_MAX_BYTES_IN_FLIGHT_PER_UID, "MaxBytesInFlightPerUID", CONFIG_TYPE_SIZE,
-            max_bytes_in_flight_per_uid, "0", 0, UINT64_MAX, NULL, NULL, NULL),
+        KEY(CONFIG_MAX_MEMORY_PER_UID, "MaxMemoryPerUID", CONFIG_TYPE_SIZE, max_memory_per_uid, "256M", 0,
+            UINT64_MAX, "max-memory-per-uid", "BYTES", "Memory the jobs of one uid may hold (0 = unlimited)"),
         KEY(CONFIG_MAX_FILE_SIZE, "MaxFileSize", CONFIG_TYPE_SIZE, max_file_size, "0", 0, UINT64_MAX, NULL, NULL, NULL),
         KEY(CONFIG_STALL_TIMEOUT_SEC, "StallTimeoutSec", CONFIG_TYPE_UNSIGNED, stall_timeout_sec, "30", 0, UINT_MAX,
             "stall-timeout", "SECONDS", "End a file whose reads make no progress this long (0 = never)"),
@@ -449,6 +449,9 @@ void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MA
                                                   .reserve = OWNERS_RESERVE_ROOT };
         ret[USER_RESOURCE_PEERS] = (UserLimit){ .per_uid = PEERS_MAX_PER_UID, .total = PEERS_MAX,
                                                  .reserve = PEERS_RESERVE_ROOT };
+        ret[USER_RESOURCE_MEMORY] = (UserLimit){ .per_uid = c->max_memory_per_uid,
+                                                  .total = 4 * c->max_memory_per_uid,
+                                                  .reserve = c->max_memory_per_uid };
         ret[USER_RESOURCE_FDS] = config_fd_limit(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                                                          ? (uint64_t)rl.rlim_cur
                                                          : 1024);

@@ -48,7 +48,7 @@ typedef struct FhashConfig {
         unsigned max_paths_per_call;           /* MaxPathsPerCall: cap on HashPaths() inputs */
         unsigned max_jobs_per_uid;             /* MaxJobsPerUID: unfinished jobs per uid, 0 = no cap */
         unsigned max_queued_files_per_uid;     /* MaxQueuedFilesPerUID: same for files, 0 = no cap */
-        uint64_t max_bytes_in_flight_per_uid;  /* MaxBytesInFlightPerUID: 0 = unlimited */
+        uint64_t max_memory_per_uid;  /* MaxMemoryPerUID: names, digests and results held; 0 = unlimited */
         uint64_t max_file_size;                /* MaxFileSize: larger files fail, 0 = unlimited */
         unsigned stall_timeout_sec;            /* StallTimeoutSec: a file with no I/O progress ends, 0 = never */
         IoMode io_mode;                        /* IOMode: auto, uring-registered, uring, pread */
@@ -70,7 +70,7 @@ typedef enum ConfigKeyId {
         CONFIG_MAX_PATHS_PER_CALL,
         CONFIG_MAX_JOBS_PER_UID,
         CONFIG_MAX_QUEUED_FILES_PER_UID,
-        CONFIG_MAX_BYTES_IN_FLIGHT_PER_UID,
+        CONFIG_MAX_MEMORY_PER_UID,
         CONFIG_MAX_FILE_SIZE,
         CONFIG_STALL_TIMEOUT_SEC,
         CONFIG_IO_MODE,

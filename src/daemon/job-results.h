@@ -17,6 +17,10 @@
  * far below the bus's message size limit even with PATH_MAX names. */
 #define JOB_BATCH_BYTES_MAX ((size_t)256 * 1024)
 
+/* What one input's result costs its uid's memory (USER_RESOURCE_MEMORY) besides its name and expected
+ * digest: the JobResult, its place in the pending list and an error message if it gets one. */
+#define JOB_RESULT_COST (sizeof(JobResult) + 128)
+
 /* The most inputs one job may hold, over all its calls: a job keeps a result per input until it goes
  * away, and an open job would otherwise grow without end. */
 #define JOB_INPUTS_MAX (UINT32_C(1) << 20)

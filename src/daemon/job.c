@@ -188,22 +188,38 @@ int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first)
 
         if (n == 0 || j->results.n_inputs != j->n_committed || job_is_finished(j))
                 return -EINVAL;
-        /* Accepted files count against the uid until they have a result (job_input_done()). */
+        /* Accepted files count against the uid until they have a result (job_input_done()), and
+         * their results against its memory until the job goes. */
+        j->refused = USER_RESOURCE_FILES;
         r = user_charge(j->entry.user, &j->entry.file_charge, n);
         if (r != 0)
                 return r;
-        r = job_results_grow(&j->results, n, ret_first);
-        if (r < 0)
+        j->refused = USER_RESOURCE_MEMORY;
+        r = user_charge(j->entry.user, &j->entry.mem_charge, (uint64_t)n * JOB_RESULT_COST);
+        if (r != 0) {
                 user_charge_release(&j->entry.file_charge, n);
+                return r;
+        }
+        r = job_results_grow(&j->results, n, ret_first);
+        if (r < 0) {
+                user_charge_release(&j->entry.file_charge, n);
+                user_charge_release(&j->entry.mem_charge, (uint64_t)n * JOB_RESULT_COST);
+        }
         return r;
 }
 
 void job_abort_inputs(Job *j)
 {
         j->new_part = part_free(j->new_part);
-        for (size_t i = j->n_committed; i < j->results.n_inputs; i++)
-                if (j->results.items[i].holds_fd)
+        for (size_t i = j->n_committed; i < j->results.n_inputs; i++) {
+                const JobResult *res = &j->results.items[i];
+                const char *e = j->results.expected ? j->results.expected[i] : NULL;
+
+                if (res->holds_fd)
                         user_charge_release(&j->entry.fd_charge, 1);
+                user_charge_release(&j->entry.mem_charge, JOB_RESULT_COST + (res->name ? strlen(res->name) + 1 : 0) +
+                                                                  (e ? strlen(e) + 1 : 0));
+        }
         user_charge_release(&j->entry.file_charge, j->results.n_inputs - j->n_committed);
         job_results_truncate(&j->results, j->n_committed);
 }
@@ -214,18 +230,42 @@ static bool job_input_is_new(const Job *j, size_t i)
         return i >= j->n_committed && i < j->results.n_inputs;
 }
 
+/* Charges n bytes of job data to the uid for one of the call's inputs (released when the job goes,
+ * or by job_abort_inputs()). */
+static int job_charge_memory(Job *j, size_t n)
+{
+        j->refused = USER_RESOURCE_MEMORY;
+        return user_charge(j->entry.user, &j->entry.mem_charge, n);
+}
+
 int job_set_name(Job *j, size_t i, const char *name)
 {
-        if (!job_input_is_new(j, i))
+        int r;
+
+        if (!job_input_is_new(j, i) || j->results.items[i].name)
                 return -EINVAL;
-        return job_results_set_name(&j->results, i, name);
+        r = job_charge_memory(j, strlen(name) + 1);
+        if (r != 0)
+                return r;
+        r = job_results_set_name(&j->results, i, name);
+        if (r < 0)
+                user_charge_release(&j->entry.mem_charge, strlen(name) + 1);
+        return r;
 }
 
 int job_set_expected(Job *j, size_t i, const char *hex)
 {
-        if (!job_input_is_new(j, i))
+        int r;
+
+        if (!job_input_is_new(j, i) || (j->results.expected && j->results.expected[i]))
                 return -EINVAL;
-        return job_results_set_expected(&j->results, i, hex);
+        r = job_charge_memory(j, strlen(hex) + 1);
+        if (r != 0)
+                return r;
+        r = job_results_set_expected(&j->results, i, hex);
+        if (r < 0)
+                user_charge_release(&j->entry.mem_charge, strlen(hex) + 1);
+        return r;
 }
 
 /* The part of the current call, made when its first input needs the engine. */
@@ -267,6 +307,7 @@ int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path)
         if (r < 0)
                 return r;
         if (fd >= 0) {
+                j->refused = USER_RESOURCE_FDS;
                 r = user_charge(j->entry.user, &j->entry.fd_charge, 1);
                 if (r != 0)
                         return r;

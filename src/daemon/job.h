@@ -42,6 +42,7 @@ struct Job {
         JobState state;
         EngineJobOptions engine_options;  /* every part's */
         bool allow_streams;  /* "max-size" was given: pipes and devices may be read */
+        UserResource refused;  /* which limit the last USER_E_* outcome of a job_*() call came from */
 
         /* Inputs come in parts: the call that made the job brings the first, each AddFds() one
          * more. A part is one EngineJob, started as soon as its call is accepted (the engine takes

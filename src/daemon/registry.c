@@ -59,6 +59,7 @@ int registry_add_job(Registry *reg, JobEntry *e, Job *j, uid_t uid)
         e->user = u;
         e->file_charge = USER_CHARGE_INIT(USER_RESOURCE_FILES);
         e->fd_charge = USER_CHARGE_INIT(USER_RESOURCE_FDS);
+        e->mem_charge = USER_CHARGE_INIT(USER_RESOURCE_MEMORY);
         LIST_PREPEND_BY(user_next, user_prev, u->jobs, e);
         u->n_jobs++;
         LIST_PREPEND_BY(active_next, active_prev, reg->active, e);
@@ -85,6 +86,8 @@ void registry_remove_job(Registry *reg, JobEntry *e)
         HASH_DEL(reg->jobs, e);
         LIST_REMOVE_BY(user_next, user_prev, e->user->jobs, e);
         e->user->n_jobs--;
+        /* A finished job's results are held until it goes. */
+        user_charge_deinit(&e->mem_charge);
         e->user = user_unref(e->user);
         e->job = NULL;
 }

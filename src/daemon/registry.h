@@ -42,6 +42,7 @@ struct JobEntry {
         UserCharge job_charge;   /* USER_RESOURCE_JOBS: 1 while unfinished */
         UserCharge file_charge;  /* USER_RESOURCE_FILES: inputs accepted and without a result yet */
         UserCharge fd_charge;    /* USER_RESOURCE_FDS: of those, the ones that hold a caller's fd */
+        UserCharge mem_charge;   /* USER_RESOURCE_MEMORY: its results, names and expected digests */
         UT_hash_handle hh;
 };
 

@@ -167,7 +167,7 @@ static void test_root_reserve(void **state)
         assert_int_equal(config_fd_limit(64).total, 32);
 
         config_to_user_limits(&conf, limits);
-        for (UserResource r = USER_RESOURCE_OWNERS; r <= USER_RESOURCE_FDS; r++) {
+        for (UserResource r = USER_RESOURCE_OWNERS; r < _USER_RESOURCE_MAX; r++) {
                 assert_true(limits[r].reserve > 0);
                 assert_true(2 * limits[r].per_uid <= limits[r].total - limits[r].reserve);
         }
@@ -371,6 +371,50 @@ static Job *new_job(Fixture *f, uid_t uid, const char *owner, bool open)
         return j;
 }
 
+/* H5: a job's results, names and expected digests are charged to its uid's memory while the job
+ * exists, finished or not; a call past the limit is refused and leaves nothing charged. */
+static void test_memory_charges(void **state)
+{
+        Fixture *f = *state;
+        Registry *reg = &f->c.registry;
+        const char name[] = "0123456789abcdef"; /* 17 bytes with its nul */
+        const char hex[] = "00000000000000000000000000000000000000000000000000000000000000ff";
+        Job *j, *k;
+        uint32_t first;
+
+        /* Room for three results and one name. */
+        reg->users.limits[USER_RESOURCE_MEMORY] = (UserLimit){ .per_uid = 3 * JOB_RESULT_COST + 20 };
+        j = new_job(f, UID_A, "a/direct/1", true);
+        assert_int_equal(job_begin_inputs(j, 2, &first), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_MEMORY), 2 * JOB_RESULT_COST);
+        assert_int_equal(job_set_name(j, 0, name), 0);
+        assert_int_equal(job_set_expected(j, 1, hex), 0);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_MEMORY), 2 * JOB_RESULT_COST + 17 + 65);
+        /* Aborted, the call gives all of it back. */
+        job_abort_inputs(j);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_MEMORY), 0);
+
+        /* Three results and a name fit, a second name does not; the second job of A shares A's
+         * budget. */
+        assert_int_equal(job_begin_inputs(j, 2, &first), 0);
+        assert_int_equal(job_set_name(j, 0, name), 0);
+        k = new_job(f, UID_A, "a/direct/1", true);
+        assert_int_equal(job_begin_inputs(k, 1, &first), 0);
+        assert_int_equal(job_set_name(k, 0, name), USER_E_QUOTA);
+        assert_int_equal(k->refused, USER_RESOURCE_MEMORY);
+        job_abort_inputs(k);
+        assert_int_equal(job_begin_inputs(k, 2, &first), USER_E_QUOTA);
+        assert_int_equal(k->refused, USER_RESOURCE_MEMORY);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 2);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_MEMORY), 2 * JOB_RESULT_COST + 17);
+        job_free(k);
+        /* The job going gives back what its results held. */
+        job_abort_inputs(j);
+        job_free(j);
+        assert_int_equal(used(reg, UID_A, USER_RESOURCE_MEMORY), 0);
+        reg->users.limits[USER_RESOURCE_MEMORY] = (UserLimit){};
+}
+
 static void test_job_charges(void **state)
 {
         Fixture *f = *state;
@@ -568,6 +612,7 @@ int main(void)
                 cmocka_unit_test(test_root_reserve),
                 cmocka_unit_test(test_registry_lookups),
                 cmocka_unit_test_setup_teardown(test_job_charges, fixture_setup, fixture_teardown),
+                cmocka_unit_test_setup_teardown(test_memory_charges, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_open_job, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_freed_unfinished, fixture_setup, fixture_teardown),
                 cmocka_unit_test_setup_teardown(test_owner_gone, fixture_setup, fixture_teardown),

@@ -12,6 +12,7 @@ static const char *const user_resource_table[_USER_RESOURCE_MAX] = {
         [USER_RESOURCE_OWNERS] = "owners",
         [USER_RESOURCE_PEERS] = "peers",
         [USER_RESOURCE_FDS] = "fds",
+        [USER_RESOURCE_MEMORY] = "bytes of job data",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(user_resource, UserResource, user_resource_table, _USER_RESOURCE_MAX,

@@ -26,6 +26,7 @@ typedef enum UserResource {
         USER_RESOURCE_OWNERS,  /* clients tracked because they own jobs (owner.h) */
         USER_RESOURCE_PEERS,   /* direct connections (peer.h) */
         USER_RESOURCE_FDS,     /* callers' fds held for inputs without a result yet (H3) */
+        USER_RESOURCE_MEMORY,  /* bytes of results, names and expected digests jobs hold (H5) */
         _USER_RESOURCE_MAX,
         _USER_RESOURCE_INVALID = -EINVAL,
 } UserResource;

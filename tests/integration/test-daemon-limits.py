@@ -239,6 +239,56 @@ def client_fill(address):
     sys.stdin.readline()
 
 
+def client_linger(address, f):
+    """Jobs of 16 inputs with 4,000-byte names, kept after they finish, until fhashd says Busy; then,
+    on a line from stdin, one more."""
+    import dbus
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    w = ft.JobWatcher(conn)
+    mgr = ft.manager(conn)
+
+    def one(k):
+        names = [f"{k:05d}{i:02d}" + "m" * 3993 for i in range(16)]
+        try:
+            job = str(mgr.HashFds(ft.fds(*[f] * 16), "sha256", ft.options(names=names)))
+        except dbus.exceptions.DBusException as e:
+            return f"{e.get_dbus_name()}: {e.get_dbus_message()}"
+        w.wait([job])
+        return None
+    made, error = 0, None
+    while error is None and made < 1000:
+        error = one(made)
+        made += error is None
+    print(json.dumps({"jobs": made, "error": error}), flush=True)
+    sys.stdin.readline()
+    print(json.dumps({"again": one(made)}), flush=True)
+
+
+def test_memory_budget(bus, tmp, f):
+    """H5/M2: what finished jobs keep (results, names) is charged to their uid: past MaxMemoryPerUID
+    its calls are Busy, root's are not, and once its jobs expire it gets in again."""
+    with ft.Daemon(bus, "--workers", "1", "--max-memory-per-uid", "1M", "--keep-finished", "5") as d:
+        p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                              "/usr/bin/python3", os.path.abspath(__file__), "--linger", bus.address, f],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/")
+        got = json.loads(p.stdout.readline() or "{}")
+        # 1 MiB holds 15 such jobs (16 x (4,000 + a result) bytes each), not 16 (unless the first
+        # expired meanwhile).
+        ft.check(got.get("error", "").startswith(ft.ERR_PREFIX + "Busy") and "MaxMemoryPerUID" in got["error"] and
+                 10 <= got["jobs"] <= 16, f"nobody's lingering jobs: {got}")
+        got_root = hash_fds_as(bus.address, "root", [f])
+        ft.check(list(got_root.values()) == [[ft.sha256_file(f), ""]], f"root's HashFds: {got_root}")
+        time.sleep(6)
+        p.stdin.write("again\n")
+        p.stdin.flush()
+        again = json.loads(p.stdout.readline() or "{}")
+        ft.check(again.get("again") is None, f"after its jobs expired nobody still gets {again}")
+        p.stdin.close()
+        p.wait(10)
+    ft.log(f"ok: MaxMemoryPerUID=1M: nobody keeps {got['jobs']} jobs of long names, then Busy; root hashes; "
+           f"after they expire nobody gets in again")
+
+
 def test_fd_budget(bus, tmp, f):
     """H3: callers' fds are a budget from RLIMIT_NOFILE: a uid that parks inputs behind a silent pipe
     gets Busy at its share, fhashd never reaches EMFILE, and root still gets in."""
@@ -271,6 +321,9 @@ def test_fd_budget(bus, tmp, f):
 
 
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--linger":
+        client_linger(*sys.argv[2:])
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--fill":
         client_fill(sys.argv[2])
         return
@@ -300,6 +353,7 @@ def main():
             conn.close()
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
         test_fd_budget(bus, tmp, f)
+        test_memory_budget(bus, tmp, f)
 
 
 if __name__ == "__main__":

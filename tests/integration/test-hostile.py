@@ -966,7 +966,7 @@ def sub_M3(env, s):
 
 
 def sub_M4(env, s):
-    """Admin limits: max-size cannot raise MaxFileSize; MaxBytesInFlightPerUID holds."""
+    """Admin limits: max-size cannot raise MaxFileSize; MaxMemoryPerUID holds."""
     s.part = "MaxFileSize=1M"
     d, base = start(env, s, conf=["MaxFileSize=1M"])
     with Watch(env, d) as w:
@@ -979,8 +979,8 @@ def sub_M4(env, s):
         s.check_end(d, w, base)
     d.kill()
 
-    s.part = "MaxBytesInFlightPerUID=1M"
-    d, base = start(env, s, conf=["MaxBytesInFlightPerUID=1M"])
+    s.part = "MaxMemoryPerUID=1M"
+    d, base = start(env, s, conf=["MaxMemoryPerUID=1M"])
     with Watch(env, d) as w:
         p = env.role("pipehog", [16, 60])
         s.fig("pipes", p.expect("READY", 30))
