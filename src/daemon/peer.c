@@ -27,6 +27,7 @@ Peer *peer_free(Peer *p)
                 sd_bus_flush_close_unref(p->bus);
         else
                 sd_bus_close_unref(p->bus);
+        peer_gate_free(p->gate);
         free(p->name);
         free(p);
         return NULL;
@@ -38,13 +39,11 @@ bool peer_check_backlog_max(Context *c, sd_bus *bus, uint64_t max)
         uint64_t queued = 0;
         PeerEntry *e;
         Peer *p;
-        int fd;
 
         if (bus == c->bus || sd_bus_get_n_queued_write(bus, &queued) < 0 || queued <= max)
                 return false;
         e = registry_find_peer(&c->registry, bus);
-        fd = sd_bus_get_fd(bus);
-        if (!e || fd < 0)
+        if (!e || !e->peer->gate)
                 return false;
         if (e->peer->cut_off)
                 return true;
@@ -54,7 +53,7 @@ bool peer_check_backlog_max(Context *c, sd_bus *bus, uint64_t max)
                     p->name, (unsigned)p->uid, queued);
         /* sd-bus sees the end of the socket on its next turn and reports Disconnected, which
          * cancels the jobs; closing it from in here would free jobs under our callers. */
-        (void)shutdown(fd, SHUT_RDWR);
+        peer_gate_shutdown(p->gate);
         return true;
 }
 
@@ -136,18 +135,41 @@ static int on_handshake_kick(sd_event_source *s, void *userdata)
         return 0;
 }
 
-/* Takes fd, whatever happens. */
+static void on_gate_violation(const char *what, void *userdata)
+{
+        Peer *p = userdata;
+
+        log_warning("Direct connection %s (uid %u) sent %s; closing it.", p->name, (unsigned)p->uid, what);
+}
+
+/* Takes fd, whatever happens. sd-bus writes to it and reads what the gate passes on from it. */
 static int peer_start(Peer *p, int fd)
 {
         Context *c = p->context;
+        int inner[2] = { -EBADF, -EBADF };
         sd_id128_t id;
         int r;
 
-        /* The bus owns fd once sd_bus_set_fd() took it; until then it is ours to close. */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, inner) < 0) {
+                r = -errno;
+                (void)close(fd);
+                return r;
+        }
+        /* Room for a large message on its way to sd-bus (root may exceed rmem_max/wmem_max). */
+        if (setsockopt(inner[1], SOL_SOCKET, SO_SNDBUFFORCE, &(int){ 8 << 20 }, sizeof(int)) < 0)
+                (void)setsockopt(inner[1], SOL_SOCKET, SO_SNDBUF, &(int){ 8 << 20 }, sizeof(int));
+        r = peer_gate_new(c->event, fd, inner[1], on_gate_violation, p, &p->gate);
+        if (r < 0) {
+                (void)close(inner[0]);
+                (void)close(fd);
+                return r;
+        }
+        /* The bus owns both fds once sd_bus_set_fd() took them; until then they are ours to close. */
         r = sd_bus_new(&p->bus);
         if (r >= 0)
-                r = sd_bus_set_fd(p->bus, fd, fd);
+                r = sd_bus_set_fd(p->bus, inner[0], fd);
         if (r < 0) {
+                (void)close(inner[0]);
                 (void)close(fd);
                 return r;
         }

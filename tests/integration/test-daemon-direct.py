@@ -220,9 +220,13 @@ def test_limit(bus, conn, d, tmp):
     held = [open_fd(conn) for _ in range(PEERS_MAX_PER_UID)]
     msg = ft.expect_error(ERR_BUSY, ft.manager(conn).OpenConnection, ft.options())
     ft.check("per uid" in msg, f"limit message: {msg}")
+    # Each costs fhashd the same few fds (its socket, and the gate's pair towards sd-bus).
+    full = d.fd_count()
+    per = (full - base) // PEERS_MAX_PER_UID
+    ft.check(per * PEERS_MAX_PER_UID == full - base and 1 <= per <= 4, f"{full - base} fds for {PEERS_MAX_PER_UID} connections")
     # A connection never used and closed frees its place.
     os.close(held.pop())
-    ft.check(ft.wait_for(lambda: d.fd_count() == base + len(held), 10), "closed connection not noticed")
+    ft.check(ft.wait_for(lambda: d.fd_count() == full - per, 10), "closed connection not noticed")
     held.append(open_fd(conn))
     for fd in held:
         os.close(fd)
@@ -316,6 +320,49 @@ def test_never_reads(bus, conn, d, tmp):
     ft.check(dc.results[j][0][2] == ft.sha256_file(f), "a new direct connection after the cut-off")
     dc.close()
     ft.log(f"ok: a direct client that never reads is cut off ({rss0} -> {rss} KiB RSS), its job cancelled, fds back")
+
+
+def test_undeclared_fds(bus, conn, d, tmp):
+    """H3: fds sent with a message whose header declares none (or fewer): sd-bus 252 drops such a
+    message and keeps its fds for good. The gate closes them and the connection."""
+    import array
+    import socket
+    from gi.repository import Gio
+    time.sleep(0.3)
+    base = d.fd_count()
+    null = os.open("/dev/null", os.O_RDONLY)
+    for declared in (0, 3):
+        s = raw_direct(conn)
+        ping = Gio.DBusMessage.new_method_call(None, ft.MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping")
+        ping.set_serial(1)
+        s.sendall(ping.to_blob(Gio.DBusCapabilityFlags.NONE))
+        ft.check(len(s.recv(4096)) > 0, "no reply to the first Ping")
+        m = Gio.DBusMessage.new_method_call(None, ft.MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping")
+        m.set_serial(2)
+        if declared:
+            m.set_unix_fd_list(Gio.UnixFDList.new_from_array([os.dup(null) for _ in range(declared)]))
+        sent = 0
+        try:
+            for _ in range(50):
+                s.sendmsg([m.to_blob(Gio.DBusCapabilityFlags.UNIX_FD_PASSING)],
+                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null] * 200))])
+                sent += 1
+        except OSError:
+            pass
+        s.settimeout(10)
+        try:
+            while s.recv(65536):
+                pass
+        except OSError:
+            pass
+        s.close()
+        ft.check(ft.wait_for(lambda: d.fd_count() <= base, 10),
+                 f"UNIX_FDS={declared}, 200 fds sent: fhashd holds {d.fd_count()} fds, {base} before")
+        ft.check(d.log().count("do not match its UNIX_FDS") == 1 + (declared > 0),
+                 f"the mismatch is not logged once per connection:\n{d.log()[-1000:]}")
+    os.close(null)
+    ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log(f"ok: messages with fds their header does not declare close the connection; fds back to {base}")
 
 
 def test_results_never_read(bus, conn, d, tmp):
@@ -440,6 +487,7 @@ def main():
             test_nobody(bus, conn, d, tmp)
             test_never_reads(bus, conn, d, tmp)
             test_results_never_read(bus, conn, d, tmp)
+            test_undeclared_fds(bus, conn, d, tmp)
             test_fhashctl(bus, conn, d, tmp)
             conn.close()
         test_idle_and_sigterm(bus, tmp)
