@@ -318,7 +318,8 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
                 if (bit == HASH_OPTION_NAMES)
                         r = read_variant_strv(m, key, n_inputs, FHASH_NAME_MAX, &o.names, error);
                 else if (bit == HASH_OPTION_EXPECTED)
-                        r = read_variant_strv(m, key, n_inputs, 2 * HASH_DIGEST_MAX, &o.expected, error); else if (bit == HASH_OPTION_MAX_SIZE)
+                        r = read_variant_strv(m, key, n_inputs, (size_t)2 * HASH_DIGEST_MAX, &o.expected, error);
+                else if (bit == HASH_OPTION_MAX_SIZE)
                         r = read_variant(m, key, "t", &o.max_size, error);
                 else if (bit == HASH_OPTION_DONTCACHE)
                         r = read_variant(m, key, "b", &dontcache, error);
@@ -430,7 +431,7 @@ int bus_read_paths(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *err
         if (r < 0)
                 return r;
         n = strv_length(paths);
-        if (n == 0)
+        if (n == 0 || !paths)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "paths: no paths given");
         for (size_t i = 0; i < n; i++)
                 if (paths[i][0] != '/')

@@ -396,9 +396,10 @@ static int on_inner_writable(sd_event_source *s, int fd, uint32_t revents, void 
 int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolation violation, void *userdata,
                   PeerGate **ret)
 {
-        _cleanup_(peer_gate_freep) PeerGate *g = NULL;
+        PeerGate *g;
         int r;
 
+        /* A fail label rather than _cleanup_: see manager_new(). */
         g = calloc(1, sizeof(*g));
         if (!g) {
                 safe_close(inner_fd);
@@ -408,17 +409,20 @@ int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolatio
         g->violation = violation;
         g->userdata = userdata;
         g->client_fd = fcntl(client_fd, F_DUPFD_CLOEXEC, 3);
-        if (g->client_fd < 0)
-                return -errno;
+        if (g->client_fd < 0) {
+                r = -errno;
+                goto fail;
+        }
         r = sd_event_add_io(event, &g->in_source, g->client_fd, EPOLLIN, on_client, g);
+        if (r >= 0)
+                r = sd_event_add_io(event, &g->out_source, g->inner_fd, EPOLLOUT, on_inner_writable, g);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(g->out_source, SD_EVENT_OFF);
         if (r < 0)
-                return r;
-        r = sd_event_add_io(event, &g->out_source, g->inner_fd, EPOLLOUT, on_inner_writable, g);
-        if (r < 0)
-                return r;
-        r = sd_event_source_set_enabled(g->out_source, SD_EVENT_OFF);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(g);
+                goto fail;
+        *ret = g;
         return 0;
+fail:
+        peer_gate_free(g);
+        return r;
 }

@@ -118,7 +118,7 @@ int fsinfo_of_fd(int fd, FsInfo *ret)
         _cleanup_(fclosep) FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         size_t n = 0;
-        uint64_t id;
+        uint64_t id = 0;
         int r;
 
         r = mount_id_of_fd(fd, &id);
