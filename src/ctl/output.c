@@ -43,6 +43,8 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
 
         if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED))
                 return -EINVAL;
+        if (hash_algo_always_tagged(a))
+                style = OUTPUT_TAGGED;
 
         if (escape && putc('\\', f) == EOF)
                 return -EIO;

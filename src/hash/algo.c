@@ -67,6 +67,11 @@ static bool memeq_str(const char *s, size_t n, const char *z)
         return strlen(z) == n && memcmp(s, z, n) == 0;
 }
 
+bool hash_algo_always_tagged(HashAlgo a)
+{
+        return a == HASH_XXH3;
+}
+
 HashAlgo hash_algo_from_tag(const char *s, size_t n)
 {
         for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)

@@ -78,6 +78,9 @@ HashAlgo hash_algo_from_string(const char *s);
  * With a non-default length coreutils appends the bits: "BLAKE2b-256" (b2sum -l 256 --tag); see
  * hash_params_tag(). */
 const char *hash_algo_tag(HashAlgo a);
+/* Whether a's lines are tagged even where the others' are not: XXH3, as xxhsum -H3 writes it (an
+ * untagged line of 16 hex digits is XXH64 to every reader). */
+bool hash_algo_always_tagged(HashAlgo a);
 /* The inverse of hash_algo_tag() over n bytes of s (not NUL-terminated); also takes the names. */
 HashAlgo hash_algo_from_tag(const char *s, size_t n);
 /* Default digest length in bytes (32 for sha256, 8 for xxh3, 4 for crc32c, ...); 0 when invalid. */

@@ -90,6 +90,10 @@ for mode in "${modes[@]}"; do
     xxhsum -H3 -- 'sp ace' 'big file' > "$tmp/ref"   # 0.8.1 prints XXH3 in BSD form
     "$FHASHCTL" $mode hash --tag -a xxh3 -- 'sp ace' 'big file' > "$tmp/out" 2>/dev/null
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --tag xxh3 differs from xxhsum -H3"
+    # Without --tag too: an untagged XXH3 line would be read as XXH64 by xxhsum -c.
+    "$FHASHCTL" $mode hash -a xxh3 -- 'sp ace' 'big file' > "$tmp/out" 2>/dev/null
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: xxh3 differs from xxhsum -H3"
+    xxhsum -c "$tmp/out" > /dev/null 2>&1 || fail "$mode: xxhsum -c does not accept fhashctl's xxh3 lines"
 
     # Standard input, and a missing file among good ones: message and exit code as sha256sum.
     printf 'stdin data' | sha256sum > "$tmp/ref"
