@@ -48,6 +48,7 @@ int bus_client_status(sd_bus *bus, FILE *f, sd_bus_error *error);
 /* One line per job of ours: path, state, algorithm, files and bytes done/total. */
 int bus_client_list_jobs(sd_bus *bus, FILE *f, sd_bus_error *error);
 /* job: a full object path or the id after FHASH_JOB_PATH_PREFIX "/". */
+/* Cancels JOB (an id or an object path): >= 0 once fhashd took it, or -errno with error set. */
 int bus_client_cancel(sd_bus *bus, const char *job, sd_bus_error *error);
 /* Follows a job's properties until it ends; draws progress; writes the final state to f.
  * Returns 0 if the job ended "done", 1 otherwise, or -errno. */

@@ -218,6 +218,10 @@ static int parse_args(int argc, char *argv[], Args *a)
         a->progress = PROGRESS_AUTO;
         a->bus_kind = BUS_KIND_SYSTEM;
 
+        /* getopt names the program by argv[0] in its messages ("/usr/bin/fhashctl: unrecognized
+         * option"), and ours say "Try 'fhashctl --help'": one name for both. */
+        if (argc > 0)
+                argv[0] = (char *)program;
         while ((c = getopt_long(argc, argv, "a:rzwh", options, NULL)) >= 0) {
                 switch (c) {
                 case 'a':
@@ -711,8 +715,11 @@ static int verb_bus(Args *a)
                 r = bus_client_status(bus, stdout, &error);
         else if (streq(a->verb, "jobs"))
                 r = bus_client_list_jobs(bus, stdout, &error);
-        else if (streq(a->verb, "cancel"))
+        else if (streq(a->verb, "cancel")) {
+                /* sd_bus_call_method() returns 1 on success: no verdict to carry. */
                 r = bus_client_cancel(bus, a->rest[0], &error);
+                r = MIN(r, 0);
+        }
         else {
                 progress_init(&progress, a->progress == PROGRESS_OFF ? PROGRESS_OFF : PROGRESS_ON, STDERR_FILENO);
                 r = bus_client_watch(bus, a->rest[0], &progress, stdout, &error);

@@ -211,6 +211,28 @@ script -qec "$FHASHCTL --local hash --progress -a sha512 $tmp/zero $tmp/zero $tm
 grep -q 'files' "$tmp/tty" || fail "no progress on a terminal: $(cat -A "$tmp/tty" | head -3)"
 "$FHASHCTL" --local hash --progress "$tmp/zero" > /dev/null 2> "$tmp/err"
 [ -s "$tmp/err" ] && fail "progress written to a pipe"
+# --- jobs and cancel through fhashd; option errors name the program as their hint does ----------
+mkfifo "$tmp/fifo"
+"$FHASHCTL" --daemon --address "$addr" hash "$tmp/fifo" > "$tmp/fifo-out" 2> "$tmp/fifo-err" &
+hasher=$!
+exec 7> "$tmp/fifo"   # a writer that writes nothing: the job waits
+job=
+for _ in $(seq 50); do
+    job=$("$FHASHCTL" --address "$addr" jobs 2>/dev/null | awk '/running|queued/ {print $1; exit}')
+    [ -n "$job" ] && break
+    sleep 0.1
+done
+[ -n "$job" ] || fail "no running job listed: $("$FHASHCTL" --address "$addr" jobs 2>&1)"
+"$FHASHCTL" --address "$addr" cancel "$job" > /dev/null 2> "$tmp/err"
+rc=$?
+[ "$rc" = 0 ] || fail "cancel of a running job exits $rc: $(cat "$tmp/err")"
+exec 7>&-
+wait "$hasher"
+grep -q -i 'cancel' "$tmp/fifo-err" || fail "the cancelled hash does not say so: $(cat "$tmp/fifo-err")"
+"$FHASHCTL" --bogus-option > /dev/null 2> "$tmp/err"
+[ $? = 2 ] && [ "$(head -c 10 "$tmp/err")" = "fhashctl: " ] && grep -q "Try 'fhashctl --help'" "$tmp/err" ||
+    fail "bad option: $(cat "$tmp/err")"
+
 for verb in hash check jobs watch cancel status algorithms; do
     "$FHASHCTL" "$verb" --help | grep -q "Usage: fhashctl $verb" || fail "$verb --help"
 done
