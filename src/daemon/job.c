@@ -390,7 +390,12 @@ static bool job_refresh_progress(Job *j, bool running)
         /* Never backwards, except when inputs were added: then it is done / total again. */
         if (j->progress_inputs == n)
                 progress = MAX(progress, j->progress);
-        progress = MIN(progress, 0.999);
+        /* 1 only once every input has its result (a file's bytes can all be read before its digest
+         * is made); an open job whose inputs so far are all done is at 1 until more come. */
+        if (j->results.files_done < n || n == 0)
+                progress = MIN(progress, 0.999);
+        else
+                progress = 1.0;
 
         if (running || bytes_done > 0)
                 job_set_running(j);

@@ -64,6 +64,9 @@ def test_many_calls(conn, w, tmp):
     ft.check(job not in w.finished, f"open job finished early: {w.finished.get(job)}")
     ft.check(str(ft.job_prop(conn, job, "State")) == "running", f"open job State {ft.job_prop(conn, job, 'State')}")
     ft.check(int(ft.job_prop(conn, job, "FilesTotal")) == k, f"FilesTotal {ft.job_prop(conn, job, 'FilesTotal')}")
+    # Every input so far has its result: Progress is 1 (it was 0.999 for as long as the job was open).
+    ft.check(ft.wait_for(lambda: float(ft.job_prop(conn, job, "Progress")) == 1.0, 5),
+             f"open job with all {k} inputs done: Progress {ft.job_prop(conn, job, 'Progress')}")
     last = add_fds(conn, job, files[k:], names=files[k:], more=False)
     ft.check(last == k, f"last AddFds: first_index {last}, expected {k}")
     w.wait([job])
