@@ -2,10 +2,13 @@
 /* test-fsinfo.c: file system classes from real fds and from mountinfo type names */
 #include <fcntl.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -79,11 +82,55 @@ static void test_real_fds(void **state)
         assert_int_equal(fsinfo_of_fd(-1, &fs), -EBADF);
 }
 
+/* The table gives what fsinfo_of_fd() gives, and sees a mount made after it was read. */
+static void test_table(void **state)
+{
+        char dir[] = "/tmp/fhash-fsinfo-mnt-XXXXXX";
+        _cleanup_free_ char *file = NULL;
+        bool own_ns;
+        FsTable *t = NULL;
+        FsInfo a, b;
+        int fd;
+
+        (void)state;
+        /* A mount namespace of our own (root only), opened before the table: a table reads the
+         * mount table of the namespace it was made in. */
+        own_ns = unshare(CLONE_NEWNS) >= 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) >= 0;
+        assert_int_equal(fs_table_new(&t), 0);
+        fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fs_table_lookup(t, fd, &a), 0);
+        assert_int_equal(fsinfo_of_fd(fd, &b), 0);
+        assert_int_equal(a.class, FS_CLASS_PSEUDO);
+        assert_string_equal(a.type, b.type);
+        close(fd);
+        if (!own_ns) {
+                print_message("skipping the new-mount part: %m\n");
+                fs_table_free(t);
+                return;
+        }
+
+        /* Mounted after the table was read: the next lookup reads it again. */
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(mount("fhash-test", dir, "ramfs", 0, NULL), 0);
+        assert_true(asprintf(&file, "%s/f", dir) > 0);
+        fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(fs_table_lookup(t, fd, &a), 0);
+        assert_int_equal(a.class, FS_CLASS_LOCAL);
+        assert_string_equal(a.type, "ramfs");
+        close(fd);
+        assert_int_equal(umount2(dir, MNT_DETACH), 0);
+        (void)rmdir(dir);
+        fs_table_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_types),
                 cmocka_unit_test(test_real_fds),
+                cmocka_unit_test(test_table),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

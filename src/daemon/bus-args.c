@@ -519,11 +519,11 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
 /* A regular file's file system, for an unprivileged caller's fd: refused (a per-file AccessDenied)
  * where fhashd would read it with more than the caller's rights or where it may never answer;
  * marked untrusted where it may hang but is allowed. */
-static void check_file_system(HashInput *in, int fd, bool privileged)
+static void check_file_system(Context *c, HashInput *in, int fd, bool privileged)
 {
         FsInfo fs;
 
-        if (fsinfo_of_fd(fd, &fs) < 0)
+        if (fs_table_lookup(c->fs_table, fd, &fs) < 0)
                 fs = (FsInfo){ .class = FS_CLASS_UNKNOWN };
         if (fs.class == FS_CLASS_FUSE || fs.class == FS_CLASS_REMOTE || fs.class == FS_CLASS_UNKNOWN)
                 in->flags |= ENGINE_INPUT_UNTRUSTED_FS;
@@ -548,7 +548,8 @@ static void check_file_system(HashInput *in, int fd, bool privileged)
         }
 }
 
-static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, bool privileged, sd_bus_error *error)
+static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_streams, bool privileged,
+                        sd_bus_error *error)
 {
         struct statx stx;
         int flags;
@@ -582,7 +583,7 @@ static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, boo
                 in->error_message = S_ISSOCK(stx.stx_mode) ? "is a socket" : "not a regular file";
                 return 0;
         } else {
-                check_file_system(in, fd, privileged);
+                check_file_system(c, in, fd, privileged);
                 if (in->error_name)
                         return 0;
         }
@@ -598,7 +599,7 @@ static int bus_check_fd(HashInput *in, size_t i, int fd, bool allow_streams, boo
         return 0;
 }
 
-int bus_check_fds(const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
+int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
                   sd_bus_error *error)
 {
         HashInput *inputs = hash_inputs_new(n);
@@ -608,7 +609,7 @@ int bus_check_fds(const int fds[], size_t n, bool allow_streams, bool privileged
                 return -ENOMEM;
         *ret = inputs;
         for (size_t i = 0; i < n; i++) {
-                r = bus_check_fd(&inputs[i], i, fds[i], allow_streams, privileged, error);
+                r = bus_check_fd(c, &inputs[i], i, fds[i], allow_streams, privileged, error);
                 if (r < 0)
                         return r;
         }

@@ -108,7 +108,7 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
  * ENGINE_INPUT_UNTRUSTED_FS. For an unprivileged caller, regular files on pseudo file systems
  * (procfs, sysfs, ...: checked against fhashd's credentials at read time), on FUSE and on mounts
  * fhashd cannot see are refused (AccessDenied, per file). */
-int bus_check_fds(const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
+int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
                   sd_bus_error *error);
 
 /* Bytes of s to echo in an error message: at most max, cut at a UTF-8 character boundary (a cut

@@ -212,7 +212,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         }
 
-        r = bus_check_fds(raw, n, j->allow_streams, j->uid == 0, &inputs, error);
+        r = bus_check_fds(c, raw, n, j->allow_streams, j->uid == 0, &inputs, error);
         if (r < 0)
                 goto finish;
 

@@ -99,7 +99,7 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
         r = bus_read_caller_uid(c, msg, &uid, error);
         if (r >= 0)
-                r = bus_check_fds(raw, n, o.max_size > 0, uid == 0, &inputs, error);
+                r = bus_check_fds(c, raw, n, o.max_size > 0, uid == 0, &inputs, error);
         if (r >= 0)
                 r = create_job(c, msg, uid, algo, inputs, n, &o, error);
         hash_inputs_free(inputs, n);

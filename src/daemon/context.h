@@ -10,6 +10,7 @@
 
 #include "daemon/registry.h"
 #include "engine/engine.h"
+#include "io/fsinfo.h"
 
 /*
  * The manager (manager.c: event loop, timers, signals, sd_notify, idle exit, shutdown) owns one
@@ -25,6 +26,7 @@ struct Context {
         sd_bus *bus;          /* fhashd's connection to the bus (direct connections are peers'); may be NULL */
         Engine *engine;
         Registry registry;
+        FsTable *fs_table;    /* the mount table, for the file system of callers' fds */
         uid_t uid;            /* fhashd's own euid: HashPaths is for it and root */
         bool shutting_down;   /* new jobs and connections are refused */
 

@@ -260,6 +260,11 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
                 goto fail;
 
         config_to_engine_config(config, &engine_config);
+        r = fs_table_new(&m->context.fs_table);
+        if (r < 0) {
+                log_error_errno(r, "Failed to open /proc/self/mountinfo: %m");
+                goto fail;
+        }
         r = engine_new(&engine_config, &m->context.engine);
         if (r < 0)
                 goto fail;
@@ -300,6 +305,7 @@ Manager *manager_free(Manager *m)
         sd_event_source_disable_unref(m->sigint_source);
 
         engine_free(c->engine);
+        fs_table_free(c->fs_table);
         if (c->bus) {
                 (void)sd_bus_flush(c->bus);
                 sd_bus_flush_close_unref(c->bus);

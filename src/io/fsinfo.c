@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,9 +71,9 @@ static int mount_id_of_fd(int fd, uint64_t *ret)
         return 0;
 }
 
-/* Fills ret from the mountinfo line of mount id, if line is it: "ID PARENT MAJ:MIN ROOT POINT OPTS
- * [TAGS...] - TYPE SOURCE SUPEROPTS". Returns 1 if it was, 0 if not, -EBADMSG if unreadable. */
-static int parse_line(const char *line, uint64_t id, FsInfo *ret)
+/* Parses one mountinfo line, "ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS...] - TYPE SOURCE SUPEROPTS",
+ * into its mount id and ret. 0, or -EBADMSG if it cannot be read so. */
+static int parse_mount(const char *line, uint64_t *ret_id, FsInfo *ret)
 {
         const char *sep, *type, *end, *source, *super;
         char *idend;
@@ -82,8 +83,6 @@ static int parse_line(const char *line, uint64_t id, FsInfo *ret)
         v = strtoull(line, &idend, 10);
         if (errno != 0 || idend == line || *idend != ' ')
                 return -EBADMSG;
-        if (v != id)
-                return 0;
         sep = strstr(line, " - ");
         if (!sep)
                 return -EBADMSG;
@@ -104,7 +103,8 @@ static int parse_line(const char *line, uint64_t id, FsInfo *ret)
                 ret->root_mounted = u && (u[-1] == ' ' || u[-1] == ',') && u[8] == '0' &&
                                     (u[9] == ',' || u[9] == '\n' || u[9] == '\0');
         }
-        return 1;
+        *ret_id = v;
+        return 0;
 }
 
 static void fclosep(FILE **f)
@@ -128,12 +128,136 @@ int fsinfo_of_fd(int fd, FsInfo *ret)
         if (!f)
                 return -errno;
         while (getline(&line, &n, f) >= 0) {
-                r = parse_line(line, id, ret);
-                if (r != 0)
-                        return r < 0 ? r : 0;
+                uint64_t mid = 0;
+
+                r = parse_mount(line, &mid, ret);
+                if (r < 0)
+                        return r;
+                if (mid == id)
+                        return 0;
         }
         if (ferror(f))
                 return -EIO;
+        *ret = (FsInfo){ .class = FS_CLASS_UNKNOWN };
+        return 0;
+}
+
+typedef struct FsMount {
+        uint64_t id;
+        FsInfo info;
+} FsMount;
+
+struct FsTable {
+        int fd;            /* /proc/self/mountinfo, which polls POLLPRI when the table changes */
+        bool valid;
+        FsMount *mounts;
+        size_t n, n_alloc;
+        char *text;
+        size_t text_alloc;
+};
+
+int fs_table_new(FsTable **ret)
+{
+        FsTable *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return -ENOMEM;
+        t->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (t->fd < 0) {
+                int r = -errno;
+
+                free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+FsTable *fs_table_free(FsTable *t)
+{
+        if (!t)
+                return NULL;
+        safe_close(t->fd);
+        free(t->mounts);
+        free(t->text);
+        free(t);
+        return NULL;
+}
+
+static int fs_table_read(FsTable *t)
+{
+        size_t len = 0;
+
+        t->valid = false;
+        if (lseek(t->fd, 0, SEEK_SET) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t k;
+
+                if (t->text_alloc - len < 4096) {
+                        size_t a = MAX((size_t)65536, 2 * t->text_alloc);
+                        char *p = realloc(t->text, a);
+
+                        if (!p)
+                                return -ENOMEM;
+                        t->text = p;
+                        t->text_alloc = a;
+                }
+                k = read(t->fd, t->text + len, t->text_alloc - len - 1);
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                len += (size_t)k;
+        }
+        t->text[len] = '\0';
+        t->n = 0;
+        for (char *line = t->text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                FsMount m;
+
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                if (parse_mount(line, &m.id, &m.info) < 0)
+                        return -EBADMSG;
+                if (t->n == t->n_alloc) {
+                        size_t a = MAX((size_t)64, 2 * t->n_alloc);
+                        FsMount *p = reallocarray(t->mounts, a, sizeof(FsMount));
+
+                        if (!p)
+                                return -ENOMEM;
+                        t->mounts = p;
+                        t->n_alloc = a;
+                }
+                t->mounts[t->n++] = m;
+        }
+        t->valid = true;
+        return 0;
+}
+
+int fs_table_lookup(FsTable *t, int fd, FsInfo *ret)
+{
+        struct pollfd p = { .fd = t->fd, .events = POLLPRI };
+        uint64_t id = 0;
+        int r;
+
+        r = mount_id_of_fd(fd, &id);
+        if (r < 0)
+                return r;
+        /* The poll reports each change once; read after it, so that a change during the read is
+         * seen by the next lookup. */
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
+                t->valid = false;
+        if (!t->valid) {
+                r = fs_table_read(t);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < t->n; i++)
+                if (t->mounts[i].id == id) {
+                        *ret = t->mounts[i].info;
+                        return 0;
+                }
         *ret = (FsInfo){ .class = FS_CLASS_UNKNOWN };
         return 0;
 }
