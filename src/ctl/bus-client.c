@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -95,6 +98,10 @@ int bus_client_open_direct(sd_bus **bus)
 /* A call refused as Busy (a per-uid quota) is sent again after one of our results came back, or
  * after this long. */
 #define RETRY_USEC (200 * 1000ULL)
+/* Busy without a pause this long: say so on stderr, once. */
+#define BUSY_SAY_USEC (1000 * 1000ULL)
+/* ... and give up after $FHASHCTL_BUSY_TIMEOUT seconds (0: never), by default this long. */
+#define BUSY_TIMEOUT_DEFAULT_SEC 300u
 
 typedef struct BusClient BusClient;
 
@@ -157,6 +164,10 @@ struct BusClient {
         BusCall *retry, **retry_tail;
         uint64_t retry_at;
         size_t results_seen, retry_results;
+        uint64_t busy_since;      /* the first Busy answer since the last call fhashd took; 0: none */
+        uint64_t busy_timeout;    /* usec, UINT64_MAX: wait for ever */
+        bool busy_said;
+        char busy_reason[256];
         bool legacy;              /* fhashd without open jobs: one job per call */
         bool probed;              /* fhashd accepted an open job: never fall back */
         bool stop;                /* our job was cancelled: so is the rest */
@@ -662,6 +673,36 @@ static int call_dropped(BusClient *c, ClientJob *j, const BusCall *call)
         return job_stop_sending(c, j);
 }
 
+/* fhashd answered Busy (reason is its message): waited on, said after a second, given up on after
+ * busy_timeout. */
+static void note_busy(BusClient *c, const char *reason)
+{
+        if (c->busy_since == 0)
+                c->busy_since = now_usec();
+        (void)snprintf(c->busy_reason, sizeof(c->busy_reason), "%s", reason ? reason : "Busy");
+}
+
+/* Before a call is sent again: false (with c->error set) once fhashd has been busy too long. */
+static bool busy_wait_ok(BusClient *c)
+{
+        uint64_t waited;
+
+        if (c->busy_since == 0)
+                return true;
+        waited = now_usec() - c->busy_since;
+        if (!c->busy_said && waited >= BUSY_SAY_USEC) {
+                fprintf(stderr, "fhashctl: fhashd is busy (%s); waiting%s\n", c->busy_reason,
+                        c->busy_timeout == UINT64_MAX ? "" : " (FHASHCTL_BUSY_TIMEOUT)");
+                c->busy_said = true;
+        }
+        if (waited < c->busy_timeout)
+                return true;
+        c->error = sd_bus_error_setf(c->ret_error, FHASH_ERROR_BUSY,
+                                     "fhashd has been busy for %" PRIu64 " s, giving up (FHASHCTL_BUSY_TIMEOUT): %s",
+                                     waited / 1000000, c->busy_reason);
+        return false;
+}
+
 static void retry_later(BusClient *c, BusCall *call, bool at_once)
 {
         call->slot = sd_bus_slot_unref(call->slot);
@@ -744,6 +785,7 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                 if (sd_bus_error_has_name(e, FHASH_ERROR_BUSY) ||
                     (sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED) &&
                      streq_ptr(sd_bus_message_get_sender(m), "org.freedesktop.DBus"))) {
+                        note_busy(c, e->message);
                         retry_later(c, call, false);
                         return 0;
                 }
@@ -761,6 +803,9 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                 goto finish;
         }
 
+        /* fhashd took a call: whatever Busy it said is over. */
+        c->busy_since = 0;
+        c->busy_said = false;
         if (call->kind == CALL_HASH_FDS) {
                 const char *path;
 
@@ -1027,6 +1072,8 @@ static int pump(BusClient *c)
 
                         if (now_usec() < c->retry_at && c->results_seen == c->retry_results)
                                 return 0;
+                        if (!busy_wait_ok(c))
+                                return c->error;
                         c->retry = call->next;
                         if (!c->retry)
                                 c->retry_tail = &c->retry;
@@ -1173,7 +1220,20 @@ int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *r
                    void *userdata, Progress *progress, sd_bus_error *error)
 {
         BusClient c = { .bus = bus, .read = *ro, .ret_error = error };
+        const char *env = getenv("FHASHCTL_BUSY_TIMEOUT");
+        unsigned secs = BUSY_TIMEOUT_DEFAULT_SEC;
         int r;
+
+        if (env && *env) {
+                char *end;
+                unsigned long v;
+
+                errno = 0;
+                v = strtoul(env, &end, 10);
+                if (errno == 0 && *end == '\0' && v <= UINT_MAX)
+                        secs = (unsigned)v;
+        }
+        c.busy_timeout = secs == 0 ? UINT64_MAX : (uint64_t)secs * 1000000;
 
         r = run_order_init(&c.order, source, fn, userdata, progress);
         if (r < 0)

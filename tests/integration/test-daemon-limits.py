@@ -289,6 +289,32 @@ def test_memory_budget(bus, tmp, f):
            f"after they expire nobody gets in again")
 
 
+def test_busy_wait(bus, tmp, f):
+    """fhashctl says on stderr that fhashd is busy after a second, and gives up after
+    $FHASHCTL_BUSY_TIMEOUT seconds with an error naming it (issue 16), instead of waiting for ever."""
+    with ft.Daemon(bus, "--workers", "1", "--max-files-per-uid", "1") as d:
+        conn = bus.connect()
+        r, w = os.pipe()
+        # Our one unfinished file: a pipe nobody writes to.
+        ft.manager(conn).HashFds(ft.fds(r), "sha256", ft.options(max_size=1 << 40))
+        os.close(r)
+        env = dict(os.environ, FHASHCTL_BUSY_TIMEOUT="3")
+        t0 = time.monotonic()
+        p = subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, "hash", f],
+                           capture_output=True, text=True, env=env, timeout=60)
+        took = time.monotonic() - t0
+        ft.check(p.returncode == 1 and p.stdout == "", f"fhashctl exit {p.returncode}, stdout {p.stdout!r}")
+        lines = p.stderr.splitlines()
+        ft.check(any("fhashd is busy" in x and "waiting" in x for x in lines) and
+                 any("giving up" in x and "FHASHCTL_BUSY_TIMEOUT" in x for x in lines),
+                 f"fhashctl's stderr: {p.stderr!r}")
+        ft.check(2.5 < took < 20, f"gave up after {took:.1f} s with FHASHCTL_BUSY_TIMEOUT=3")
+        os.close(w)
+        conn.close()
+        ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log(f"ok: fhashctl says fhashd is busy after a second and gives up after {took:.1f} s (timeout 3 s)")
+
+
 def test_fd_budget(bus, tmp, f):
     """H3: callers' fds are a budget from RLIMIT_NOFILE: a uid that parks inputs behind a silent pipe
     gets Busy at its share, fhashd never reaches EMFILE, and root still gets in."""
@@ -353,6 +379,7 @@ def main():
             conn.close()
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
         test_fd_budget(bus, tmp, f)
+        test_busy_wait(bus, tmp, f)
         test_memory_budget(bus, tmp, f)
 
 
