@@ -519,11 +519,11 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
 /* A regular file's file system, for an unprivileged caller's fd: refused (a per-file AccessDenied)
  * where fhashd would read it with more than the caller's rights or where it may never answer;
  * marked untrusted where it may hang but is allowed. */
-static void check_file_system(Context *c, HashInput *in, int fd, bool privileged)
+static void check_file_system(Context *c, HashInput *in, uint64_t mount_id, bool privileged)
 {
         FsInfo fs;
 
-        if (fs_table_lookup(c->fs_table, fd, &fs) < 0)
+        if (fs_table_lookup_id(c->fs_table, mount_id, &fs) < 0)
                 fs = (FsInfo){ .class = FS_CLASS_UNKNOWN };
         if (fs.class == FS_CLASS_FUSE || fs.class == FS_CLASS_REMOTE || fs.class == FS_CLASS_UNKNOWN)
                 in->flags |= ENGINE_INPUT_UNTRUSTED_FS;
@@ -551,8 +551,9 @@ static void check_file_system(Context *c, HashInput *in, int fd, bool privileged
 static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_streams, bool privileged,
                         sd_bus_error *error)
 {
-        struct statx stx;
-        int flags;
+        uint64_t mount_id;
+        uint32_t mode;
+        int flags, r;
 
         flags = fcntl(fd, F_GETFL);
         if (flags < 0)
@@ -563,27 +564,30 @@ static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_
         if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
         /* The cached type: fstat() would ask a FUSE server, which may never answer. */
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+        r = fsinfo_stat(fd, &mode, &mount_id);
+        if (r < 0) {
+                errno = -r;
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
+        }
 
-        if (S_ISDIR(stx.stx_mode)) {
+        if (S_ISDIR(mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
                 in->error_message = "is a directory";
                 return 0;
         }
-        if (S_ISFIFO(stx.stx_mode) || S_ISCHR(stx.stx_mode) || S_ISBLK(stx.stx_mode)) {
+        if (S_ISFIFO(mode) || S_ISCHR(mode) || S_ISBLK(mode)) {
                 /* A stream has no size to stop at: /dev/zero would keep a worker busy forever. */
                 if (!allow_streams) {
                         in->error_name = FHASH_ERROR_NOT_REGULAR;
                         in->error_message = "pipes and devices are hashed only with the \"max-size\" option";
                         return 0;
                 }
-        } else if (!S_ISREG(stx.stx_mode)) {
+        } else if (!S_ISREG(mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
-                in->error_message = S_ISSOCK(stx.stx_mode) ? "is a socket" : "not a regular file";
+                in->error_message = S_ISSOCK(mode) ? "is a socket" : "not a regular file";
                 return 0;
         } else {
-                check_file_system(c, in, fd, privileged);
+                check_file_system(c, in, mount_id, privileged);
                 if (in->error_name)
                         return 0;
         }
@@ -608,6 +612,9 @@ int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, boo
         if (!inputs)
                 return -ENOMEM;
         *ret = inputs;
+        /* Once per call: the lookups below take the table as it is then (a failure to read it leaves
+         * every file's file system unknown: refused for callers other than root). */
+        (void)fs_table_refresh(c->fs_table);
         for (size_t i = 0; i < n; i++) {
                 r = bus_check_fd(c, &inputs[i], i, fds[i], allow_streams, privileged, error);
                 if (r < 0)

@@ -57,18 +57,25 @@ const char *fs_class_to_string(FsClass c)
         return c >= 0 && c < _FS_CLASS_MAX ? fs_class_table[c] : NULL;
 }
 
-/* The mount id of fd, without a request to its file system: glibc 2.36's struct statx does not
- * name stx_mnt_id, so the kernel's struct and the raw system call. */
-static int mount_id_of_fd(int fd, uint64_t *ret)
+int fsinfo_stat(int fd, uint32_t *ret_mode, uint64_t *ret_mount_id)
 {
         struct statx stx = {};
 
-        if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0)
+        /* glibc 2.36's struct statx does not name stx_mnt_id: the kernel's struct and the raw call. */
+        if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &stx) < 0)
                 return -errno;
-        if (!(stx.stx_mask & STATX_MNT_ID))
+        if (!(stx.stx_mask & STATX_MNT_ID) || !(stx.stx_mask & STATX_TYPE))
                 return -EOPNOTSUPP;
-        *ret = stx.stx_mnt_id;
+        *ret_mode = stx.stx_mode;
+        *ret_mount_id = stx.stx_mnt_id;
         return 0;
+}
+
+static int mount_id_of_fd(int fd, uint64_t *ret)
+{
+        uint32_t mode;
+
+        return fsinfo_stat(fd, &mode, ret);
 }
 
 /* Parses one mountinfo line, "ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS...] - TYPE SOURCE SUPEROPTS",
@@ -235,24 +242,35 @@ static int fs_table_read(FsTable *t)
         return 0;
 }
 
-int fs_table_lookup(FsTable *t, int fd, FsInfo *ret)
+int fs_table_refresh(FsTable *t)
 {
         struct pollfd p = { .fd = t->fd, .events = POLLPRI };
+
+        /* The poll reports each change once; read after it, so that a change during the read is
+         * seen by the next refresh. */
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
+                t->valid = false;
+        return t->valid ? 0 : fs_table_read(t);
+}
+
+int fs_table_lookup(FsTable *t, int fd, FsInfo *ret)
+{
         uint64_t id = 0;
         int r;
 
         r = mount_id_of_fd(fd, &id);
         if (r < 0)
                 return r;
-        /* The poll reports each change once; read after it, so that a change during the read is
-         * seen by the next lookup. */
-        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
-                t->valid = false;
-        if (!t->valid) {
-                r = fs_table_read(t);
-                if (r < 0)
-                        return r;
-        }
+        r = fs_table_refresh(t);
+        if (r < 0)
+                return r;
+        return fs_table_lookup_id(t, id, ret);
+}
+
+int fs_table_lookup_id(FsTable *t, uint64_t id, FsInfo *ret)
+{
+        if (!t->valid)
+                return -ESTALE;
         for (size_t i = 0; i < t->n; i++)
                 if (t->mounts[i].id == id) {
                         *ret = t->mounts[i].info;

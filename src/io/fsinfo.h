@@ -24,6 +24,8 @@ typedef struct FsInfo {
  * /proc/self/mountinfo: neither calls into the file system (fstat and fstatfs would, and a FUSE
  * server that never answers holds them for ever). Returns 0 or -errno. */
 int fsinfo_of_fd(int fd, FsInfo *ret);
+/* One statx(AT_STATX_DONT_SYNC) of fd: its type and mode (st_mode's bits) and its mount id. */
+int fsinfo_stat(int fd, uint32_t *ret_mode, uint64_t *ret_mount_id);
 
 /* The mount table, read once and again only after the kernel says it changed (a poll of
  * /proc/self/mountinfo): fsinfo_of_fd() reads it whole for each fd, which cost fhashd most of its
@@ -32,8 +34,13 @@ int fsinfo_of_fd(int fd, FsInfo *ret);
 typedef struct FsTable FsTable;
 int fs_table_new(FsTable **ret);
 FsTable *fs_table_free(FsTable *t);
-/* fsinfo_of_fd() through the table. */
+/* fsinfo_of_fd() through the table (refreshed first). */
 int fs_table_lookup(FsTable *t, int fd, FsInfo *ret);
+/* Reads the table again if the kernel said it changed since. For a batch of lookups by id. */
+int fs_table_refresh(FsTable *t);
+/* The file system of the mount with that id (statx's stx_mnt_id), as of the last refresh; -ESTALE
+ * if the table could not be read. */
+int fs_table_lookup_id(FsTable *t, uint64_t id, FsInfo *ret);
 
 /* The class of a file system type name as mountinfo gives it ("proc", "fuse.sshfs", ...). */
 FsClass fsinfo_class_of_type(const char *type);
