@@ -13,6 +13,7 @@
 #include "hash/hash.h"
 #include "basic/macro.h"
 #include "ctl/output.h"
+#include "ctl/progress.h"
 
 static const char hex256[] = "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb";
 
@@ -189,6 +190,29 @@ static void test_json(void **state)
                       "\"error\":\"No such file\"}\n");
 }
 
+/* Issue 16: a percentage only of totals that are known. */
+static void test_progress_line(void **state)
+{
+        char buf[160];
+
+        (void)state;
+        progress_format(buf, sizeof(buf),
+                        &(ProgressState){ .bytes_done = 512 << 20, .bytes_total = 1024 << 20, .files_done = 1,
+                                          .files_total = 2, .rate = 256 << 20 },
+                        2000000);
+        assert_string_equal(buf, "[ 50%] 512.0 MiB / 1.0 GiB  1/2 files  256.0 MiB/s  ETA 0:02");
+        /* A pipe: bytes past the total (0), which said "858.5 MiB / 0 B". */
+        progress_format(buf, sizeof(buf),
+                        &(ProgressState){ .bytes_done = 900 << 20, .files_total = 1, .rate = 300 << 20 }, 3000000);
+        assert_string_equal(buf, "900.0 MiB  0 files  300.0 MiB/s");
+        /* A walk still going: no percentage of a total that grows (it sat at 92-99%, ETA 0:00). */
+        progress_format(buf, sizeof(buf),
+                        &(ProgressState){ .bytes_done = 99 << 20, .bytes_total = 100 << 20, .files_done = 990,
+                                          .files_total = 1000, .rate = 100 << 20, .open_ended = true },
+                        1000000);
+        assert_string_equal(buf, "99.0 MiB  990 files  100.0 MiB/s");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -196,6 +220,7 @@ int main(void)
                 cmocka_unit_test(test_zero),     cmocka_unit_test(test_tags),
                 cmocka_unit_test(test_quote),    cmocka_unit_test(test_check_name),
                 cmocka_unit_test(test_json),
+                cmocka_unit_test(test_progress_line),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1098,7 +1098,8 @@ static int pump(BusClient *c)
 static void draw_progress(BusClient *c, Progress *p)
 {
         ProgressState s = { .bytes_done = c->bytes_finished, .bytes_total = c->bytes_total,
-                            .files_done = c->files_finished, .files_total = c->order.n_items };
+                            .files_done = c->files_finished, .files_total = c->order.n_items,
+                            .open_ended = !c->order.source_done };
 
         if (!p || !p->enabled)
                 return;

@@ -42,6 +42,12 @@ void progress_format(char *buf, size_t size, const ProgressState *s, uint64_t el
 
         if (r <= 0 && elapsed_usec > 0)
                 r = (double)s->bytes_done * 1e6 / (double)elapsed_usec;
+        if (s->open_ended || s->bytes_done > s->bytes_total) {
+                format_bytes(done, sizeof(done), (double)s->bytes_done);
+                format_bytes(rate, sizeof(rate), r);
+                snprintf(buf, size, "%s  %zu files  %s/s", done, s->files_done, rate);
+                return;
+        }
         pct = s->bytes_total > 0 ? (unsigned)(MIN(s->bytes_done, s->bytes_total) * 100 / s->bytes_total) : 0;
         format_bytes(done, sizeof(done), (double)s->bytes_done);
         format_bytes(total, sizeof(total), (double)s->bytes_total);

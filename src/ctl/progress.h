@@ -16,6 +16,7 @@ typedef struct ProgressState {
         uint64_t bytes_done, bytes_total;
         size_t files_done, files_total;
         double rate;  /* bytes/s; 0 = work it out from bytes_done and the elapsed time */
+        bool open_ended;  /* more inputs may come (a walk, a manifest still being read): no total yet */
 } ProgressState;
 
 typedef struct Progress {
@@ -32,5 +33,7 @@ void progress_init(Progress *p, ProgressMode mode, int fd);
 void progress_update(Progress *p, const ProgressState *s);
 /* Wipes the line, if one is shown, so that ordinary output can go to the same terminal. */
 void progress_clear(Progress *p);
-/* "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files  850.3 MiB/s  ETA 0:02", truncated to size. Pure. */
+/* "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files  850.3 MiB/s  ETA 0:02", truncated to size; while the
+ * totals are not known (open_ended, or a pipe's bytes past them) "1.2 GiB  12 files  850.3 MiB/s":
+ * a percentage of a total that grows sat at 92-99% with ETA 0:00. Pure. */
 void progress_format(char *buf, size_t size, const ProgressState *s, uint64_t elapsed_usec);

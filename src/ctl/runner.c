@@ -287,6 +287,7 @@ static void local_progress(LocalRun *run, Progress *p)
 
         if (!p || !p->enabled)
                 return;
+        s.open_ended = !run->order.source_done;
         for (LocalBatch *b = run->running; b; b = b->next) {
                 EngineJobProgress jp;
 
