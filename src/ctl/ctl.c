@@ -402,6 +402,9 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
                 s->skipped++;
                 if (output_quote(item->name, &q) >= 0)
                         err("%s: skipped: %s", q, item->note);
+                /* Every input gets its object: a skipped one says why. */
+                if (a->json)
+                        (void)output_write_json_skipped(stdout, item->name, item->algo, item->note);
                 return;
         }
         if (r->status == RUN_OK) {
@@ -614,6 +617,13 @@ static int check_one(Args *a, const char *sumfile)
                             a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
         if (m->n_entries == 0) {
                 err("%s: no properly formatted checksum lines found", q);
+                /* Every manifest gets its summary object, an empty one too. */
+                if (a->json) {
+                        fputs("{\"summary\":true,\"manifest\":", stdout);
+                        (void)output_write_json_string(stdout, sumfile);
+                        printf(",\"ok\":0,\"mismatched\":0,\"unreadable\":0,\"improperly_formatted\":%zu,"
+                               "\"error\":\"no properly formatted checksum lines found\"}\n", m->n_bad);
+                }
                 return CTL_EXIT_FAILED;
         }
 

@@ -259,6 +259,26 @@ int output_write_json_string(FILE *f, const char *s)
         return putc('"', f) == EOF ? -EIO : 0;
 }
 
+int output_write_json_skipped(FILE *f, const char *name, HashAlgo a, const char *reason)
+{
+        const char *algo = hash_algo_to_string(a);
+        int r;
+
+        if (!algo)
+                return -EINVAL;
+        if (fputs("{\"name\":", f) == EOF)
+                return -EIO;
+        r = output_write_json_string(f, name);
+        if (r < 0)
+                return r;
+        if (fprintf(f, ",\"algorithm\":\"%s\",\"digest\":null,\"size\":null,\"error\":null,\"skipped\":", algo) < 0)
+                return -EIO;
+        r = output_write_json_string(f, reason ? reason : "skipped");
+        if (r < 0)
+                return r;
+        return fputs("}\n", f) == EOF ? -EIO : 0;
+}
+
 int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
                              const char *error)
 {

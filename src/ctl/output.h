@@ -47,3 +47,7 @@ int output_write_json_string(FILE *f, const char *s);
  * hex NULL means the file failed; error is NULL on success. */
 int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
                              const char *error);
+/* {"name":..,"algorithm":..,"digest":null,"size":null,"error":null,"skipped":REASON}: an input that
+ * was not hashed by design (a symlink not followed, not a regular file), so that --json has an
+ * object for every input. */
+int output_write_json_skipped(FILE *f, const char *name, HashAlgo a, const char *reason);
