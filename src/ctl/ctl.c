@@ -26,6 +26,7 @@ typedef struct Args {
         HashAlgo algo;
         bool algo_set;
         bool recursive, tag, zero, json, follow, one_file_system;
+        bool check, binary, no_names;  /* hash -c (check), -b (" *name"), --no-names (hex only) */
         ProgressMode progress;
         char **excludes;
         size_t n_excludes;
@@ -76,6 +77,10 @@ static const char *const verb_help[][2] = {
           "      --follow           with -r, follow symbolic links (loops are detected)\n"
           "      --one-file-system  with -r, do not enter other file systems\n"
           "      --tag              BSD-style lines: SHA256 (FILE) = HEX (as cksum --tag)\n"
+          "      --untagged         HEX  FILE lines (the default; as cksum --untagged)\n"
+          "  -b, --binary           HEX *FILE lines (as sha256sum -b); -t, --text: HEX  FILE\n"
+          "      --no-names         the digests alone, one per line (as b3sum --no-names)\n"
+          "  -c, --check            the same as 'fhashctl check' (as sha256sum -c)\n"
           "  -z, --zero             end lines with NUL, do not escape names\n"
           "      --json             one JSON object per file, then a summary object; errors are in\n"
           "                         the objects (\"error\"), not on stderr; names that are not UTF-8\n"
@@ -94,7 +99,7 @@ static const char *const verb_help[][2] = {
           "16: xxh3, 8: crc32c); b3sum, b2sum and xxhsum -H128 files need -a. Tagged lines name theirs.\n\n"
           "  -a, --algorithm=ALGO   algorithm of untagged lines\n"
           "      --ignore-missing   do not fail or report status for missing files\n"
-          "      --quiet            do not print OK for each successfully verified file\n"
+          "  -q, --quiet            do not print OK for each successfully verified file\n"
           "      --status           print nothing; the exit status says it all\n"
           "      --strict           exit non-zero for improperly formatted lines\n"
           "  -w, --warn             warn about improperly formatted lines\n"
@@ -178,6 +183,8 @@ enum {
         ARG_NO_CACHE,
         ARG_IO,
         ARG_VERSION,
+        ARG_UNTAGGED,
+        ARG_NO_NAMES,
 };
 
 /* Returns -1 to go on, or an exit code. */
@@ -207,6 +214,11 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "no-cache", no_argument, NULL, ARG_NO_CACHE },
                 { "io", required_argument, NULL, ARG_IO },
                 { "warn", no_argument, NULL, 'w' },
+                { "check", no_argument, NULL, 'c' },
+                { "binary", no_argument, NULL, 'b' },
+                { "text", no_argument, NULL, 't' },
+                { "untagged", no_argument, NULL, ARG_UNTAGGED },
+                { "no-names", no_argument, NULL, ARG_NO_NAMES },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -222,7 +234,7 @@ static int parse_args(int argc, char *argv[], Args *a)
          * option"), and ours say "Try 'fhashctl --help'": one name for both. */
         if (argc > 0)
                 argv[0] = (char *)program;
-        while ((c = getopt_long(argc, argv, "a:rzwh", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "a:rzwhcbtq", options, NULL)) >= 0) {
                 switch (c) {
                 case 'a':
                         a->algo = hash_algo_from_string(optarg);
@@ -236,6 +248,22 @@ static int parse_args(int argc, char *argv[], Args *a)
                         break;
                 case ARG_TAG:
                         a->tag = true;
+                        break;
+                case ARG_UNTAGGED:
+                        a->tag = false;
+                        break;
+                case 'c':
+                        a->check = true;
+                        break;
+                case 'b':
+                        a->binary = true;
+                        break;
+                case 't':
+                        /* Text mode: on Linux the same bytes and the same "  " line as the default. */
+                        a->binary = false;
+                        break;
+                case ARG_NO_NAMES:
+                        a->no_names = true;
                         break;
                 case 'z':
                         a->zero = true;
@@ -284,6 +312,7 @@ static int parse_args(int argc, char *argv[], Args *a)
                 case ARG_NO_DIRECT:
                         a->no_direct = true;
                         break;
+                case 'q':
                 case ARG_QUIET:
                         a->quiet = true;
                         break;
@@ -333,6 +362,15 @@ static int parse_args(int argc, char *argv[], Args *a)
         }
         if (!a->verb)
                 return usage_error("missing verb");
+        /* sha256sum -c: "fhashctl hash -c SUMS" is "fhashctl check SUMS". */
+        if (a->check && streq(a->verb, "hash"))
+                a->verb = "check";
+        if (a->check && !streq(a->verb, "check"))
+                return usage_error("-c/--check is for hash and check");
+        if ((a->binary || a->no_names) && streq(a->verb, "check"))
+                return usage_error("check: --binary and --no-names are options of hash");
+        if (a->no_names && (a->tag || a->json))
+                return usage_error("--no-names excludes --tag and --json");
         if (a->local && a->daemon)
                 return usage_error("--local and --daemon exclude each other");
         if ((a->tag ? 1 : 0) + (a->json ? 1 : 0) > 1)
@@ -413,7 +451,12 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
                 if (a->json)
                         (void)output_write_json_result(stdout, item->name, item->algo, r->hex, r->size, NULL);
                 else
-                        (void)output_write_digest(stdout, a->tag ? OUTPUT_TAGGED : OUTPUT_UNTAGGED, a->zero,
+                        (void)output_write_digest(stdout,
+                                                  a->no_names ? OUTPUT_NO_NAMES
+                                                  : a->tag    ? OUTPUT_TAGGED
+                                                  : a->binary ? OUTPUT_BINARY
+                                                              : OUTPUT_UNTAGGED,
+                                                  a->zero,
                                                   item->algo, item->name, r->hex);
                 return;
         }

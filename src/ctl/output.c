@@ -41,8 +41,11 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
         const char *tag = hash_algo_tag(a);
         int r;
 
-        if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED))
+        if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED && style != OUTPUT_BINARY &&
+                     style != OUTPUT_NO_NAMES))
                 return -EINVAL;
+        if (style == OUTPUT_NO_NAMES)
+                return fprintf(f, "%s%c", hex, zero ? '\0' : '\n') < 0 ? -EIO : 0;
         if (hash_algo_always_tagged(a))
                 style = OUTPUT_TAGGED;
 
@@ -51,7 +54,7 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
         if (style == OUTPUT_TAGGED) {
                 if (fprintf(f, "%s (", tag) < 0)
                         return -EIO;
-        } else if (fprintf(f, "%s  ", hex) < 0)
+        } else if (fprintf(f, style == OUTPUT_BINARY ? "%s *" : "%s  ", hex) < 0)
                 return -EIO;
 
         if (escape) {

@@ -11,6 +11,8 @@
 typedef enum OutputStyle {
         OUTPUT_UNTAGGED,  /* "<hex>  <name>", as sha256sum */
         OUTPUT_TAGGED,    /* "SHA256 (<name>) = <hex>", as cksum --tag / BSD */
+        OUTPUT_BINARY,    /* "<hex> *<name>", as sha256sum --binary */
+        OUTPUT_NO_NAMES,  /* "<hex>", as b3sum --no-names */
         OUTPUT_JSON,      /* one JSON object per line */
         _OUTPUT_STYLE_MAX,
         _OUTPUT_STYLE_INVALID = -EINVAL,

@@ -90,7 +90,23 @@ for mode in "${modes[@]}"; do
     xxhsum -H3 -- 'sp ace' 'big file' > "$tmp/ref"   # 0.8.1 prints XXH3 in BSD form
     "$FHASHCTL" $mode hash --tag -a xxh3 -- 'sp ace' 'big file' > "$tmp/out" 2>/dev/null
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --tag xxh3 differs from xxhsum -H3"
+    # coreutils' and b3sum's flags: byte-identical to the tools for the same flags.
+    sha256sum -b -- "${names[@]}" > "$tmp/ref"
+    "$FHASHCTL" $mode hash -b -- "${names[@]}" > "$tmp/out" 2>/dev/null
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: -b differs from sha256sum -b"
+    sha256sum -t -- "${names[@]}" > "$tmp/ref"
+    "$FHASHCTL" $mode hash -t --untagged -- "${names[@]}" > "$tmp/out" 2>/dev/null
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: -t --untagged differs from sha256sum -t"
+    b3sum --no-names -- "${b3names[@]}" > "$tmp/ref"
+    "$FHASHCTL" $mode hash -a blake3 --no-names -- "${b3names[@]}" > "$tmp/out" 2>/dev/null
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --no-names differs from b3sum --no-names"
+    sha256sum -b -- 'sp ace' 'big file' > "$tmp/bsum"
+    "$FHASHCTL" $mode hash -c "$tmp/bsum" > "$tmp/out" 2>/dev/null || fail "$mode: hash -c of sha256sum -b lines"
+    sha256sum -c "$tmp/bsum" | cmp -s - "$tmp/out" || fail "$mode: hash -c differs from sha256sum -c"
+    "$FHASHCTL" $mode check -q "$tmp/bsum" > "$tmp/out" 2>/dev/null || fail "$mode: check -q exit"
+    [ -s "$tmp/out" ] && fail "$mode: check -q printed $(cat "$tmp/out")"
     # Without --tag too: an untagged XXH3 line would be read as XXH64 by xxhsum -c.
+    xxhsum -H3 -- 'sp ace' 'big file' > "$tmp/ref"
     "$FHASHCTL" $mode hash -a xxh3 -- 'sp ace' 'big file' > "$tmp/out" 2>/dev/null
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: xxh3 differs from xxhsum -H3"
     xxhsum -c "$tmp/out" > /dev/null 2>&1 || fail "$mode: xxhsum -c does not accept fhashctl's xxh3 lines"
