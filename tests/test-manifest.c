@@ -60,8 +60,14 @@ static void test_untagged(void **state)
                  "a96faf705af16834e6c632b61e964e1f");
         entry_is("86f7e437faa5a7fce15d1ddcb9eaeaea377667b8  s1", _HASH_ALGO_INVALID, HASH_SHA1, "s1",
                  "86f7e437faa5a7fce15d1ddcb9eaeaea377667b8");
-        entry_is("e6c632b61e964e1f  x3", _HASH_ALGO_INVALID, HASH_XXH3, "x3", "e6c632b61e964e1f");
-        entry_is("e3069283  c", _HASH_ALGO_INVALID, HASH_CRC32C, "c", "e3069283");
+        /* 16 and 8 hex digits are xxhsum's default XXH64 and -H0's XXH32, as xxhsum -c reads them
+         * (our XXH3 and CRC32C lines are tagged); -a says otherwise. */
+        entry_is("e6c632b61e964e1f  x3", _HASH_ALGO_INVALID, HASH_XXH64, "x3", "e6c632b61e964e1f");
+        entry_is("e6c632b61e964e1f  x3", HASH_XXH3, HASH_XXH3, "x3", "e6c632b61e964e1f");
+        entry_is("e3069283  c", _HASH_ALGO_INVALID, HASH_XXH32, "c", "e3069283");
+        entry_is("e3069283  c", HASH_CRC32C, HASH_CRC32C, "c", "e3069283");
+        entry_is("23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7  s224", _HASH_ALGO_INVALID, HASH_SHA224,
+                 "s224", "23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7");
         /* xxhsum 0.8.2 prefixes XXH3 digests. */
         entry_is("XXH3_e6c632b61e964e1f  x3", _HASH_ALGO_INVALID, HASH_XXH3, "x3", "e6c632b61e964e1f");
         line_bad("XXH3_e6c632b61e964e1f  x3", HASH_SHA256);
@@ -182,9 +188,46 @@ static void test_empty(void **state)
         free(raw);
 }
 
+/* The manifest's name, where the tool that writes it has one. */
+static void test_filenames(void **state)
+{
+        (void)state;
+        assert_int_equal(manifest_algo_from_filename("MD5SUMS"), HASH_MD5);
+        assert_int_equal(manifest_algo_from_filename("/var/lib/dpkg/info/bash.md5sums"), HASH_MD5);
+        assert_int_equal(manifest_algo_from_filename("dir/SHA256SUMS"), HASH_SHA256);
+        assert_int_equal(manifest_algo_from_filename("x.sha512"), HASH_SHA512);
+        assert_int_equal(manifest_algo_from_filename("sums.b3"), HASH_BLAKE3);
+        assert_int_equal(manifest_algo_from_filename("B2SUMS"), HASH_BLAKE2B);
+        assert_int_equal(manifest_algo_from_filename("a.xxh128"), HASH_XXH128);
+        assert_int_equal(manifest_algo_from_filename("a.xxh64"), HASH_XXH64);
+        assert_int_equal(manifest_algo_from_filename("a.xxh3"), HASH_XXH3);
+        assert_int_equal(manifest_algo_from_filename("sums.txt"), _HASH_ALGO_INVALID);
+        assert_int_equal(manifest_algo_from_filename("-"), _HASH_ALGO_INVALID);
+}
+
+/* A name's algorithm applies to untagged lines of its digest length only; tags win. */
+static void test_hinted(void **state)
+{
+        static const char buf[] = "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85  a\n"
+                                  "0cc175b9c0f1b6a831c399e269772661  m\n"
+                                  "SHA256 (t) = 6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85\n";
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+
+        (void)state;
+        assert_int_equal(manifest_parse_hinted(buf, sizeof(buf) - 1, _HASH_ALGO_INVALID, HASH_BLAKE3, false, &m), 0);
+        assert_int_equal(m->n_entries, 3);
+        assert_int_equal(m->entries[0].algo, HASH_BLAKE3);
+        assert_false(m->entries[0].tagged);
+        assert_int_equal(m->entries[1].algo, HASH_MD5);
+        assert_int_equal(m->entries[2].algo, HASH_SHA256);
+        assert_true(m->entries[2].tagged);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_filenames),
+                cmocka_unit_test(test_hinted),
                 cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
                 cmocka_unit_test(test_tagged),   cmocka_unit_test(test_bad),
                 cmocka_unit_test(test_buffer),   cmocka_unit_test(test_buffer_zero),

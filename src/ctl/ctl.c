@@ -95,8 +95,10 @@ static const char *const verb_help[][2] = {
           "Usage: fhashctl check [OPTION]... [SUMFILE]...\n"
           "Verify the checksums listed in SUMFILEs ('-' or none: standard input) written by\n"
           "sha*sum, md5sum, b2sum, b3sum, xxhsum or cksum --tag. Untagged lines take the algorithm\n"
-          "from -a, or else from the digest length (64 hex: sha256, 128: sha512, 32: md5, 40: sha1,\n"
-          "16: xxh3, 8: crc32c); b3sum, b2sum and xxhsum -H128 files need -a. Tagged lines name theirs.\n\n"
+          "from -a, else from the SUMFILE's name (MD5SUMS, *.sha256, *.b3, *.xxh128, ...), else from\n"
+          "the digest length as its usual writer means it (64 hex: sha256, 128: sha512, 32: md5,\n"
+          "40: sha1, 16: xxh64, 8: xxh32). Tagged lines name theirs. When no line matches, the other\n"
+          "algorithms of that length are named once on stderr.\n\n"
           "  -a, --algorithm=ALGO   algorithm of untagged lines\n"
           "      --ignore-missing   do not fail or report status for missing files\n"
           "  -q, --quiet            do not print OK for each successfully verified file\n"
@@ -630,6 +632,34 @@ static const char *plural(size_t n, const char *one, const char *many)
         return n == 1 ? one : many;
 }
 
+/* Every line failed and was read as the algorithm its length suggests: a manifest of another tool
+ * of the same digest length (b3sum, b2sum, xxhsum -H2/-H3, ...) fails exactly so. Says once which
+ * -a to try; the lines are never tried as those algorithms behind the user's back. */
+static void hint_other_algorithms(const Manifest *m, const char *q)
+{
+        char list[256] = "";
+        size_t l = 0;
+        HashAlgo used;
+
+        if (m->n_entries == 0)
+                return;
+        used = m->entries[0].algo;
+        for (size_t i = 0; i < m->n_entries; i++)
+                if (m->entries[i].tagged || m->entries[i].algo != used)
+                        return;
+        for (HashAlgo x = 0; x < _HASH_ALGO_MAX; x++)
+                if (x != used && hash_algo_digest_size(x) == hash_algo_digest_size(used)) {
+                        int k = snprintf(list + l, sizeof(list) - l, "%s-a %s", l > 0 ? " or " : "",
+                                         hash_algo_to_string(x));
+                        if (k < 0 || (size_t)k >= sizeof(list) - l)
+                                break;
+                        l += (size_t)k;
+                }
+        if (l > 0)
+                err("%s: no line matched as %s; if another tool wrote it, try %s", q, hash_algo_to_string(used),
+                    list);
+}
+
 static int check_one(Args *a, const char *sumfile)
 {
         _cleanup_(manifest_freep) Manifest *m = NULL;
@@ -649,7 +679,8 @@ static int check_one(Args *a, const char *sumfile)
                 err("%s: %s", q, strerror(-r));
                 return CTL_EXIT_FAILED;
         }
-        r = manifest_parse(buf, size, a->algo_set ? a->algo : _HASH_ALGO_INVALID, a->zero, &m);
+        r = manifest_parse_hinted(buf, size, a->algo_set ? a->algo : _HASH_ALGO_INVALID,
+                                  manifest_algo_from_filename(sumfile), a->zero, &m);
         if (r < 0) {
                 err("Out of memory.");
                 return CTL_EXIT_FAILED;
@@ -713,6 +744,8 @@ static int check_one(Args *a, const char *sumfile)
                         err("%s: no file was verified", q);
                 return CTL_EXIT_FAILED;
         }
+        if (!a->status && !a->algo_set && s.ok == 0 && s.mismatched > 0)
+                hint_other_algorithms(m, q);
         if (s.mismatched > 0 || s.unreadable > 0 || (a->strict && m->n_bad > 0))
                 return CTL_EXIT_FAILED;
         return CTL_EXIT_OK;

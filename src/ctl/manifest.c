@@ -8,24 +8,67 @@
 #include "ctl/manifest.h"
 #include "ctl/output.h"
 
+/* An untagged line's algorithm from its digest's length: what the most common writer of that length
+ * writes (xxhsum's default for 8 and 16 hex digits, as xxhsum -c reads them; coreutils' for the
+ * others). Our own XXH3 and CRC32C lines are always tagged. */
 static HashAlgo algo_from_hex_len(size_t n)
 {
         switch (n) {
         case 8:
-                return HASH_CRC32C;
+                return HASH_XXH32;
         case 16:
-                return HASH_XXH3;
+                return HASH_XXH64;
         case 32:
                 return HASH_MD5;
         case 40:
                 return HASH_SHA1;
+        case 56:
+                return HASH_SHA224;
         case 64:
                 return HASH_SHA256;
+        case 96:
+                return HASH_SHA384;
         case 128:
                 return HASH_SHA512;
         default:
                 return _HASH_ALGO_INVALID;
         }
+}
+
+/* Manifest names as the tools that write them name them. */
+static const struct {
+        const char *name;  /* a whole file name */
+        const char *ext;   /* or a suffix */
+        HashAlgo algo;
+} manifest_names[] = {
+        { "MD5SUMS", ".md5", HASH_MD5 },          { NULL, ".md5sums", HASH_MD5 },
+        { "SHA1SUMS", ".sha1", HASH_SHA1 },       { "SHA224SUMS", ".sha224", HASH_SHA224 },
+        { "SHA256SUMS", ".sha256", HASH_SHA256 }, { "SHA384SUMS", ".sha384", HASH_SHA384 },
+        { "SHA512SUMS", ".sha512", HASH_SHA512 }, { "B2SUMS", ".b2", HASH_BLAKE2B },
+        { "B3SUMS", ".b3", HASH_BLAKE3 },         { NULL, ".xxh32", HASH_XXH32 },
+        { NULL, ".xxh64", HASH_XXH64 },           { NULL, ".xxh", HASH_XXH64 },
+        { NULL, ".xxh3", HASH_XXH3 },             { NULL, ".xxh128", HASH_XXH128 },
+        { NULL, ".sm3", HASH_SM3 },               { NULL, ".crc32c", HASH_CRC32C },
+};
+
+HashAlgo manifest_algo_from_filename(const char *path)
+{
+        const char *base = path ? strrchr(path, '/') : NULL;
+        size_t n;
+
+        base = base ? base + 1 : path;
+        if (!base)
+                return _HASH_ALGO_INVALID;
+        n = strlen(base);
+        for (size_t i = 0; i < ELEMENTSOF(manifest_names); i++) {
+                const char *ext = manifest_names[i].ext;
+                size_t l = strlen(ext);
+
+                if ((manifest_names[i].name && streq(base, manifest_names[i].name)) ||
+                    (n > l && strcmp(base + n - l, ext) == 0))
+                        return manifest_names[i].algo;
+        }
+        return _HASH_ALGO_INVALID;
 }
 
 static size_t hex_span(const char *s, size_t len)
@@ -124,7 +167,8 @@ static int parse_tagged(const char *s, size_t len, bool escaped, HashAlgo want, 
         return name_copy(s + i, close - i, escaped, &e->name);
 }
 
-static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want, ManifestEntry *e)
+static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want, HashAlgo hint,
+                          ManifestEntry *e)
 {
         HashAlgo a = want;
         size_t n, i;
@@ -140,6 +184,9 @@ static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want
         n = hex_span(s, len);
         if (n == 0 || n >= len || (s[n] != ' ' && s[n] != '\t'))
                 return -EINVAL;
+        /* The manifest's name, where its algorithm has this length; else the length's writer. */
+        if (a < 0 && hint >= 0 && n == 2 * hash_algo_digest_size(hint))
+                a = hint;
         if (a < 0)
                 a = algo_from_hex_len(n);
         if (a < 0)
@@ -153,7 +200,7 @@ static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want
         return name_copy(s + i, len - i, escaped, &e->name);
 }
 
-int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret)
+static int parse_line(const char *line, size_t len, HashAlgo algo, HashAlgo hint, ManifestEntry *ret)
 {
         ManifestEntry e = { .algo = _HASH_ALGO_INVALID };
         bool escaped = false;
@@ -171,8 +218,9 @@ int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEnt
         }
 
         r = parse_tagged(line, len, escaped, algo, &e);
+        e.tagged = r != -EAGAIN;
         if (r == -EAGAIN)
-                r = parse_untagged(line, len, escaped, algo, &e);
+                r = parse_untagged(line, len, escaped, algo, hint, &e);
         if (r < 0) {
                 free(e.name);
                 return r;
@@ -181,7 +229,17 @@ int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEnt
         return 1;
 }
 
+int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret)
+{
+        return parse_line(line, len, algo, _HASH_ALGO_INVALID, ret);
+}
+
 int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret)
+{
+        return manifest_parse_hinted(buf, size, algo, _HASH_ALGO_INVALID, zero, ret);
+}
+
+int manifest_parse_hinted(const char *buf, size_t size, HashAlgo algo, HashAlgo hint, bool zero, Manifest **ret)
 {
         _cleanup_free_ Manifest *m = NULL;
         size_t entries_alloc = 0, bad_alloc = 0;
@@ -201,7 +259,7 @@ int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manif
                 off += len + (nl ? 1 : 0);
                 lineno++;
 
-                r = manifest_parse_line(p, len, algo, &e);
+                r = parse_line(p, len, algo, hint, &e);
                 if (r == -ENOMEM)
                         break;
                 if (r == 0)

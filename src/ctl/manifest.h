@@ -17,11 +17,13 @@
  *                                       lower-case names); the tag sets the algorithm
  *   \...                                either form with an escaped NAME ("\\n", "\\r", "\\\\")
  *
- * Algorithm of an untagged line: the one given by the caller (-a), whose digest length the line must
- * then have; without one, it is inferred from the length: 8 hex → crc32c, 16 → xxh3, 32 → md5,
- * 40 → sha1, 64 → sha256, 128 → sha512. Lengths shared by several algorithms (64: sha256, sha3-256,
- * blake3; 128: sha512, blake2b; 32: md5, xxh128) pick the coreutils one, so b3sum/b2sum/xxhsum -H128
- * manifests need -a (the BSD tagged forms carry their algorithm and need nothing). A tagged line whose
+ * Algorithm of an untagged line, in this order: the one given by the caller (-a), whose digest length
+ * the line must then have; the manifest's file name (MD5SUMS, *.md5, SHA256SUMS, *.sha256, *.b3,
+ * *.xxh64, *.xxh128, ...: manifest_algo_from_filename()) where that algorithm's digest has the line's
+ * length; else the length, read as its most common writer writes it: 8 hex → xxh32, 16 → xxh64 (as
+ * xxhsum -c reads them), 32 → md5, 40 → sha1, 56 → sha224, 64 → sha256, 96 → sha384, 128 → sha512.
+ * A line is never taken because another algorithm of its length would match: the caller can only
+ * hint (fhashctl says which -a to try when every line of a manifest fails). A tagged line whose
  * tag differs from a given -a is improperly formatted, as with sha256sum -c.
  */
 
@@ -30,6 +32,7 @@ typedef struct ManifestEntry {
         HashAlgo algo;
         char hex[HASH_HEX_MAX];  /* lower case */
         unsigned line;           /* from 1 */
+        bool tagged;             /* the line named its algorithm */
 } ManifestEntry;
 
 typedef struct Manifest {
@@ -47,5 +50,9 @@ int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEnt
  * algo is _HASH_ALGO_INVALID when not given. Never fails on content: bad lines are counted.
  * Returns 0 or -ENOMEM. */
 int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret);
+/* The same, taking hint (or _HASH_ALGO_INVALID) for untagged lines of its digest length. */
+int manifest_parse_hinted(const char *buf, size_t size, HashAlgo algo, HashAlgo hint, bool zero, Manifest **ret);
+/* The algorithm a manifest's name says, as the tools that write them name them, or _HASH_ALGO_INVALID. */
+HashAlgo manifest_algo_from_filename(const char *path);
 Manifest *manifest_free(Manifest *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manifest *, manifest_free);

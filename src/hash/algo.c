@@ -69,7 +69,7 @@ static bool memeq_str(const char *s, size_t n, const char *z)
 
 bool hash_algo_always_tagged(HashAlgo a)
 {
-        return a == HASH_XXH3;
+        return a == HASH_XXH3 || a == HASH_CRC32C;
 }
 
 HashAlgo hash_algo_from_tag(const char *s, size_t n)

@@ -79,7 +79,8 @@ HashAlgo hash_algo_from_string(const char *s);
  * hash_params_tag(). */
 const char *hash_algo_tag(HashAlgo a);
 /* Whether a's lines are tagged even where the others' are not: XXH3, as xxhsum -H3 writes it (an
- * untagged line of 16 hex digits is XXH64 to every reader). */
+ * untagged line of 16 hex digits is XXH64 to every reader), and CRC32C (8 untagged hex digits are
+ * XXH32 to xxhsum -c, and to fhashctl check). */
 bool hash_algo_always_tagged(HashAlgo a);
 /* The inverse of hash_algo_tag() over n bytes of s (not NUL-terminated); also takes the names. */
 HashAlgo hash_algo_from_tag(const char *s, size_t n);

@@ -155,6 +155,18 @@ for mode in "${modes[@]}"; do
     "$FHASHCTL" $mode check -a blake2b "$tmp/cb2" > /dev/null 2>&1 || fail "$mode check b2sum manifest"
     "$FHASHCTL" $mode check -a blake3 "$tmp/cb3" > /dev/null 2>&1 || fail "$mode check b3sum manifest"
     "$FHASHCTL" $mode check -a xxh128 "$tmp/cxx128" > /dev/null 2>&1 || fail "$mode check xxhsum -H128 manifest"
+    # Untagged lines: the manifest's name, then the length as its most common writer reads it.
+    xxhsum -- 'sp ace' 'big file' > "$tmp/cxx64"
+    "$FHASHCTL" $mode check "$tmp/cxx64" > /dev/null 2>&1 || fail "$mode check xxhsum's default (XXH64) manifest"
+    xxhsum -H0 -- 'sp ace' 'big file' > "$tmp/cxx32"
+    "$FHASHCTL" $mode check "$tmp/cxx32" > /dev/null 2>&1 || fail "$mode check xxhsum -H0 manifest"
+    cp "$tmp/cb3" "$tmp/sums.b3"
+    "$FHASHCTL" $mode check "$tmp/sums.b3" > /dev/null 2>&1 || fail "$mode check a b3sum manifest named *.b3"
+    "$FHASHCTL" $mode check "$tmp/cb3" > /dev/null 2> "$tmp/err" && fail "$mode: b3sum lines taken as sha256"
+    [ "$(grep -c 'try.*-a blake3' "$tmp/err")" = 1 ] || fail "$mode: no single hint to try -a blake3: $(cat "$tmp/err")"
+    "$FHASHCTL" $mode hash -a crc32c -- 'sp ace' > "$tmp/ccrc"
+    grep -q '^CRC32C (sp ace) = ' "$tmp/ccrc" || fail "$mode: crc32c lines are not tagged: $(cat "$tmp/ccrc")"
+    "$FHASHCTL" $mode check "$tmp/ccrc" > /dev/null 2>&1 || fail "$mode: our crc32c lines do not check"
     # Same stdout, same stderr (but the program name), same exit code as sha256sum -c.
     for opts in "" "--quiet" "--status" "--strict" "-w" "--ignore-missing"; do
         for m in c256 cbad cempty; do
