@@ -27,6 +27,7 @@ typedef struct Args {
         bool algo_set;
         bool recursive, tag, zero, json, follow, one_file_system;
         bool check, binary, no_names;  /* hash -c (check), -b (" *name"), --no-names (hex only) */
+        bool raw;                      /* the digest's bytes, one input (b3sum --raw) */
         ProgressMode progress;
         char **excludes;
         size_t n_excludes;
@@ -80,6 +81,7 @@ static const char *const verb_help[][2] = {
           "      --untagged         HEX  FILE lines (the default; as cksum --untagged)\n"
           "  -b, --binary           HEX *FILE lines (as sha256sum -b); -t, --text: HEX  FILE\n"
           "      --no-names         the digests alone, one per line (as b3sum --no-names)\n"
+          "      --raw              the digest's bytes, not hex, of one FILE (as b3sum --raw)\n"
           "  -c, --check            the same as 'fhashctl check' (as sha256sum -c)\n"
           "  -z, --zero             end lines with NUL, do not escape names\n"
           "      --json             one JSON object per file, then a summary object; errors are in\n"
@@ -187,6 +189,7 @@ enum {
         ARG_VERSION,
         ARG_UNTAGGED,
         ARG_NO_NAMES,
+        ARG_RAW,
 };
 
 /* Returns -1 to go on, or an exit code. */
@@ -221,6 +224,7 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "text", no_argument, NULL, 't' },
                 { "untagged", no_argument, NULL, ARG_UNTAGGED },
                 { "no-names", no_argument, NULL, ARG_NO_NAMES },
+                { "raw", no_argument, NULL, ARG_RAW },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -266,6 +270,9 @@ static int parse_args(int argc, char *argv[], Args *a)
                         break;
                 case ARG_NO_NAMES:
                         a->no_names = true;
+                        break;
+                case ARG_RAW:
+                        a->raw = true;
                         break;
                 case 'z':
                         a->zero = true;
@@ -373,6 +380,8 @@ static int parse_args(int argc, char *argv[], Args *a)
                 return usage_error("check: --binary and --no-names are options of hash");
         if (a->no_names && (a->tag || a->json))
                 return usage_error("--no-names excludes --tag and --json");
+        if (a->raw && (!streq(a->verb, "hash") || a->n_rest > 1 || a->recursive || a->tag || a->json || a->zero))
+                return usage_error("--raw writes the digest of one input (not -r, --tag, --json, -z)");
         if (a->local && a->daemon)
                 return usage_error("--local and --daemon exclude each other");
         if ((a->tag ? 1 : 0) + (a->json ? 1 : 0) > 1)
@@ -450,7 +459,13 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
         if (r->status == RUN_OK) {
                 s->ok++;
                 s->bytes += r->size;
-                if (a->json)
+                if (a->raw) {
+                        uint8_t bin[HASH_DIGEST_MAX];
+                        size_t n = strlen(r->hex) / 2;
+
+                        if (n <= sizeof(bin) && hash_from_hex(r->hex, bin, n) >= 0)
+                                (void)fwrite(bin, 1, n, stdout);
+                } else if (a->json)
                         (void)output_write_json_result(stdout, item->name, item->algo, r->hex, r->size, NULL);
                 else
                         (void)output_write_digest(stdout,

@@ -97,6 +97,11 @@ for mode in "${modes[@]}"; do
     sha256sum -t -- "${names[@]}" > "$tmp/ref"
     "$FHASHCTL" $mode hash -t --untagged -- "${names[@]}" > "$tmp/out" 2>/dev/null
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: -t --untagged differs from sha256sum -t"
+    b3sum --raw -- 'big file' > "$tmp/ref"
+    "$FHASHCTL" $mode hash -a blake3 --raw -- 'big file' > "$tmp/out" 2>/dev/null
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --raw differs from b3sum --raw"
+    "$FHASHCTL" $mode hash --raw -- 'sp ace' 'big file' > /dev/null 2>&1
+    [ $? = 2 ] || fail "$mode: --raw with two inputs must be a usage error"
     b3sum --no-names -- "${b3names[@]}" > "$tmp/ref"
     "$FHASHCTL" $mode hash -a blake3 --no-names -- "${b3names[@]}" > "$tmp/out" 2>/dev/null
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --no-names differs from b3sum --no-names"
