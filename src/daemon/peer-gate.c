@@ -15,6 +15,8 @@
 /* The kernel passes at most this many fds in one message (SCM_MAX_FD). */
 #define GATE_FDS_MAX 253
 #define GATE_READ_CHUNK ((size_t)64 << 10)
+/* A buffer grown past this for one message shrinks back once it went on. */
+#define GATE_KEEP_MAX ((size_t)1 << 20)
 
 struct PeerGate {
         sd_event_source *in_source;   /* the client's socket is readable */
@@ -317,6 +319,16 @@ static void gate_process(PeerGate *g)
                 }
                 gate_consume(g, g->msg_total);
                 g->msg_total = 0;
+                /* A big message (a refused one of 62 MB, H2) must not leave its buffer behind for
+                 * as long as the connection lives. */
+                if (g->cap > GATE_KEEP_MAX && g->len <= GATE_READ_CHUNK) {
+                        uint8_t *b = realloc(g->buf, GATE_READ_CHUNK);
+
+                        if (b) {
+                                g->buf = b;
+                                g->cap = GATE_READ_CHUNK;
+                        }
+                }
         }
 }
 
