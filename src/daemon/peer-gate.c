@@ -21,9 +21,11 @@
 struct PeerGate {
         sd_event_source *in_source;   /* the client's socket is readable */
         sd_event_source *out_source;  /* inner_fd is writable again, while a message waits for it */
+        sd_event_source *ready_source; /* a post source: sd-bus may be past the handshake now */
         int client_fd;                /* our dup of the client's socket: we read, sd-bus writes */
         int inner_fd;                 /* our end of the pair sd-bus reads */
         PeerGateViolation violation;
+        PeerGateReady ready;
         void *userdata;
         bool authenticated;           /* BEGIN was passed on */
         bool closed;                  /* nothing more is read: end of input, or a violation */
@@ -60,6 +62,7 @@ PeerGate *peer_gate_free(PeerGate *g)
                 return NULL;
         sd_event_source_disable_unref(g->in_source);
         sd_event_source_disable_unref(g->out_source);
+        sd_event_source_disable_unref(g->ready_source);
         close_fds(g->pending, &g->n_pending);
         close_fds(g->msg_fds, &g->n_msg_fds);
         safe_close(g->client_fd);
@@ -81,6 +84,7 @@ static void gate_close(PeerGate *g)
         g->closed = true;
         (void)sd_event_source_set_enabled(g->in_source, SD_EVENT_OFF);
         (void)sd_event_source_set_enabled(g->out_source, SD_EVENT_OFF);
+        (void)sd_event_source_set_enabled(g->ready_source, SD_EVENT_OFF);
         (void)shutdown(g->inner_fd, SHUT_WR);
 }
 
@@ -274,9 +278,12 @@ static void gate_process(PeerGate *g)
                 int r;
 
                 if (!g->authenticated) {
-                        if (!gate_auth_line(g))
-                                return;
-                        continue;
+                        if (gate_auth_line(g))
+                                continue;
+                        /* Everything read so far is handshake: BEGIN is not in yet. */
+                        if (!g->closed && g->n_pending > 0)
+                                gate_fail(g, "fds during the handshake");
+                        return;
                 }
                 if (g->msg_total == 0) {
                         if (g->len < 16)
@@ -306,6 +313,13 @@ static void gate_process(PeerGate *g)
                                 return;
                         }
                         g->msg_checked = true;
+                }
+                /* sd-bus closes the connection on fds in a read during its handshake, and its read
+                 * may take BEGIN and the next message together: fds wait until it is past BEGIN. */
+                if (g->n_msg_fds > 0 && g->msg_sent == 0 && g->ready && !g->ready(g->userdata)) {
+                        (void)sd_event_source_set_enabled(g->in_source, SD_EVENT_OFF);
+                        (void)sd_event_source_set_enabled(g->ready_source, SD_EVENT_ONESHOT);
+                        return;
                 }
                 r = gate_send(g);
                 if (r == -EAGAIN) {
@@ -374,8 +388,9 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 return 0;
         }
         if (n_fds > 0 || (mh.msg_flags & MSG_CTRUNC)) {
+                /* Fds in a read that also ends the handshake belong to what follows BEGIN: whether any
+                 * handshake line came with them is known once the lines are passed on. */
                 const char *bad = mh.msg_flags & MSG_CTRUNC ? "more fds than one message may carry"
-                                  : !g->authenticated      ? "fds during the handshake"
                                   : g->n_pending > 0       ? "fds before the earlier ones found their message"
                                                            : NULL;
                 if (bad) {
@@ -394,6 +409,22 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+/* Runs after sd-bus had its turn: if it is past the handshake, the message with fds goes on. */
+static int on_ready_check(sd_event_source *s, void *userdata)
+{
+        PeerGate *g = userdata;
+
+        if (g->closed)
+                return 0;
+        if (g->ready && !g->ready(g->userdata)) {
+                (void)sd_event_source_set_enabled(g->ready_source, SD_EVENT_ONESHOT);
+                return 0;
+        }
+        (void)sd_event_source_set_enabled(g->in_source, SD_EVENT_ON);
+        gate_process(g);
+        return 0;
+}
+
 static int on_inner_writable(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         PeerGate *g = userdata;
@@ -405,8 +436,8 @@ static int on_inner_writable(sd_event_source *s, int fd, uint32_t revents, void 
         return 0;
 }
 
-int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolation violation, void *userdata,
-                  PeerGate **ret)
+int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolation violation,
+                  PeerGateReady ready, void *userdata, PeerGate **ret)
 {
         PeerGate *g;
         int r;
@@ -419,6 +450,7 @@ int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolatio
         }
         g->inner_fd = inner_fd;
         g->violation = violation;
+        g->ready = ready;
         g->userdata = userdata;
         g->client_fd = fcntl(client_fd, F_DUPFD_CLOEXEC, 3);
         if (g->client_fd < 0) {
@@ -430,6 +462,10 @@ int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolatio
                 r = sd_event_add_io(event, &g->out_source, g->inner_fd, EPOLLOUT, on_inner_writable, g);
         if (r >= 0)
                 r = sd_event_source_set_enabled(g->out_source, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_add_post(event, &g->ready_source, on_ready_check, g);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(g->ready_source, SD_EVENT_OFF);
         if (r < 0)
                 goto fail;
         *ret = g;

@@ -2,6 +2,7 @@
 /* peer-gate.h: what a direct client sends reaches sd-bus only as whole messages with the fds they declare */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
@@ -17,8 +18,10 @@
  * line, then frames messages by their headers and passes each whole message, with the fds that
  * came with it, to a socketpair that sd-bus reads (sd-bus writes to the client's socket directly).
  * A message whose fds do not match its UNIX_FDS field, fds during the handshake, or a header that
- * cannot be one, close the connection, and those fds are closed at once. Splitting at BEGIN also
- * keeps a first call's fds from arriving in the same read as BEGIN, which sd-bus refuses.
+ * cannot be one, close the connection, and those fds are closed at once. sd-bus closes a connection
+ * whose fds arrive in a read during its handshake, and one read of its may take BEGIN and the first
+ * call together: a message with fds waits until ready() says sd-bus is past the handshake, so a
+ * client may send its first call with fds right behind BEGIN (GDBus does).
  *
  * Fds arrive with the bytes of the sendmsg() that carried them, and a read that delivers them ends
  * with that sendmsg's last byte: they belong to the last message that starts within that read.
@@ -29,10 +32,13 @@ typedef struct PeerGate PeerGate;
 /* Called once when the gate closes the connection for what the client sent (a description). */
 typedef void (*PeerGateViolation)(const char *what, void *userdata);
 
+/* Whether the reader of inner_fd is past the handshake (asked again after each event dispatched). */
+typedef bool (*PeerGateReady)(void *userdata);
+
 /* Starts a gate on the client's socket client_fd (borrowed: the gate reads a dup of it) towards
  * inner_fd (taken: the end of a socketpair whose other end sd-bus reads). */
-int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolation violation, void *userdata,
-                  PeerGate **ret);
+int peer_gate_new(sd_event *event, int client_fd, int inner_fd, PeerGateViolation violation,
+                  PeerGateReady ready, void *userdata, PeerGate **ret);
 PeerGate *peer_gate_free(PeerGate *g);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PeerGate *, peer_gate_free);
 

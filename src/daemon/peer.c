@@ -142,6 +142,13 @@ static void on_gate_violation(const char *what, void *userdata)
         log_warning("Direct connection %s (uid %u) sent %s; closing it.", p->name, (unsigned)p->uid, what);
 }
 
+static bool gate_bus_ready(void *userdata)
+{
+        Peer *p = userdata;
+
+        return p->bus && sd_bus_is_ready(p->bus) > 0;
+}
+
 /* Takes fd, whatever happens. sd-bus writes to it and reads what the gate passes on from it. */
 static int peer_start(Peer *p, int fd)
 {
@@ -158,7 +165,7 @@ static int peer_start(Peer *p, int fd)
         /* Room for a large message on its way to sd-bus (root may exceed rmem_max/wmem_max). */
         if (setsockopt(inner[1], SOL_SOCKET, SO_SNDBUFFORCE, &(int){ 8 << 20 }, sizeof(int)) < 0)
                 (void)setsockopt(inner[1], SOL_SOCKET, SO_SNDBUF, &(int){ 8 << 20 }, sizeof(int));
-        r = peer_gate_new(c->event, fd, inner[1], on_gate_violation, p, &p->gate);
+        r = peer_gate_new(c->event, fd, inner[1], on_gate_violation, gate_bus_ready, p, &p->gate);
         if (r < 0) {
                 (void)close(inner[0]);
                 (void)close(fd);

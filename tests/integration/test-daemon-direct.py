@@ -37,10 +37,8 @@ class Direct:
         stream = sock.connection_factory_create_connection()
         self.conn = Gio.DBusConnection.new_sync(stream, None, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT,
                                                 None, None)
-        # GDBus sends its first message right behind the handshake's BEGIN; sd-bus (252) refuses fds
-        # that arrive with BEGIN and closes the connection. One call without fds first, as the
-        # README tells clients to do.
-        self.conn.call_sync(None, "/", "org.freedesktop.DBus.Peer", "Ping", None, None, 0, 10000, None)
+        # No call without fds first: GDBus sends the first message (often HashFds) right behind
+        # BEGIN, which fhashd's gate holds until its sd-bus is past the handshake.
         self.results, self.finished = {}, {}
         self.conn.signal_subscribe(None, ft.MANAGER_IFACE, None, ft.MANAGER_PATH, None,
                                    Gio.DBusSignalFlags.NONE, self._signal)
@@ -365,6 +363,65 @@ def test_undeclared_fds(bus, conn, d, tmp):
     ft.log(f"ok: messages with fds their header does not declare close the connection; fds back to {base}")
 
 
+def test_fds_behind_begin(bus, conn, d, tmp):
+    """A first call with fds right behind BEGIN, without waiting for any reply (GDBus does this):
+    in the same sendmsg as the whole handshake, and in the next one. sd-bus 252 closes a connection
+    whose fds come in a read during its handshake; the gate holds them until sd-bus is past BEGIN.
+    Fds sent with a handshake line (and no message after BEGIN) close the connection."""
+    import array
+    import socket
+    from gi.repository import Gio, GLib
+    f = os.path.join(tmp, "behind-begin")
+    with open(f, "w") as out:
+        out.write("fds behind BEGIN")
+    time.sleep(0.3)
+    base, fails0 = d.fd_count(), d.log().count("fds during the handshake")
+    hello = b"\0AUTH EXTERNAL %s\r\nNEGOTIATE_UNIX_FD\r\n" % str(os.getuid()).encode().hex().encode()
+    m = Gio.DBusMessage.new_method_call(None, ft.MANAGER_PATH, ft.MANAGER_IFACE, "HashFds")
+    m.set_body(GLib.Variant("(ahsa{sv})", ([0], "sha256", {})))
+    m.set_unix_fd_list(Gio.UnixFDList.new_from_array([os.open(f, os.O_RDONLY)]))
+    m.set_serial(1)
+    call = m.to_blob(Gio.DBusCapabilityFlags.UNIX_FD_PASSING)
+    fd = os.open(f, os.O_RDONLY)
+    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
+    for mode in ("one sendmsg", "two sendmsgs") * 10:
+        s = socket.socket(fileno=open_fd(conn))
+        if mode == "one sendmsg":
+            s.sendmsg([hello + b"BEGIN\r\n" + call], anc)
+        else:
+            s.sendall(hello + b"BEGIN\r\n")
+            s.sendmsg([call], anc)
+        s.settimeout(10)
+        got = b""
+        try:
+            while b"/job/" not in got:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except OSError as e:
+            got += str(e).encode()
+        s.close()
+        ft.check(b"/job/" in got, f"{mode}: no job for a HashFds right behind BEGIN: {got[-300:]!r}\n"
+                 f"{d.log()[-1000:]}")
+    # The same fds with a handshake line: refused at once, and closed.
+    s = socket.socket(fileno=open_fd(conn))
+    s.sendmsg([hello], anc)
+    s.settimeout(10)
+    try:
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    s.close()
+    os.close(fd)
+    ft.check(ft.wait_for(lambda: d.log().count("fds during the handshake") == fails0 + 1, 10),
+             f"fds with a handshake line were not refused:\n{d.log()[-1000:]}")
+    ft.check(ft.wait_for(lambda: d.fd_count() <= base, 10), f"fhashd holds {d.fd_count()} fds, {base} before")
+    ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log("ok: a first call with fds right behind BEGIN is served (20 connections); fds with a handshake line refused")
+
+
 def test_results_never_read(bus, conn, d, tmp):
     """H5: GetResults calls on a direct connection whose replies are never read: cut off after a few
     queued replies, not after a gigabyte."""
@@ -488,6 +545,7 @@ def main():
             test_never_reads(bus, conn, d, tmp)
             test_results_never_read(bus, conn, d, tmp)
             test_undeclared_fds(bus, conn, d, tmp)
+            test_fds_behind_begin(bus, conn, d, tmp)
             test_fhashctl(bus, conn, d, tmp)
             conn.close()
         test_idle_and_sigterm(bus, tmp)
