@@ -1085,8 +1085,16 @@ static int pump(BusClient *c)
                 /* Results wait behind the oldest file not answered: bounded, as in-flight files are. */
                 if (c->next_item - c->order.next >= RUN_MAX_PENDING)
                         return 0;
-                if (!peek(c, c->next_item))
-                        return c->error;
+                if (!peek(c, c->next_item)) {
+                        /* The source ended after items answered here (a walk's skipped entries,
+                         * check's markers): the job the last call left open is closed now. */
+                        if (c->error < 0 || !c->cur)
+                                return c->error;
+                        r = job_stop_sending(c, c->cur);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 r = send_next(c);
                 if (r < 0)
                         return r;
