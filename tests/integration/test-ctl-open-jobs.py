@@ -122,6 +122,73 @@ def test_many_files(bus, tmp):
     ft.log(f"ok: fhashctl: {n} files in two jobs (65,536 + 300), output as --local")
 
 
+def test_many_manifests(bus, tmp):
+    """check over many manifests: one job for all of them (one engine --local), verdicts and each
+    manifest's messages in order, byte-identical to md5sum -c (stdout, stderr, exit code)."""
+    d = os.path.join(tmp, "manifests")
+    files = ft.make_files(d, 400, max_size=5000, seed=33)
+    names = [os.path.basename(p) for p in files]
+    md5 = {n: hashlib.md5(open(os.path.join(d, n), "rb").read()).hexdigest() for n in names}
+    sums = []
+    for k in range(40):
+        p = os.path.join(tmp, f"m{k:02d}.md5sums")
+        with open(p, "w") as f:
+            for i, n in enumerate(names[k * 10:(k + 1) * 10]):
+                h = md5[n]
+                if k == 7 and i == 3:
+                    h = "0" * 32  # a mismatch
+                f.write(f"{h}  {n}\n")
+            if k == 11:
+                f.write("not a checksum line\n")  # improperly formatted
+            if k == 13:
+                f.write(f"{'2' * 32}  gone-{k}\n")  # missing file
+        sums.append(p)
+    empty = os.path.join(tmp, "empty.md5sums")
+    open(empty, "w").close()
+    sums[20:20] = [empty, os.path.join(tmp, "no-such.md5sums")]
+    total = 400  # the missing file is answered by fhashctl, never sent
+
+    def prog_free(b, prog):
+        return b.replace(prog.encode() + b": ", b"")
+
+    with ft.Daemon(bus, "--workers", "2") as dmn:
+        for flags in ([], ["-w"], ["--quiet"], ["--status"]):
+            ref = subprocess.run(["md5sum", "-c"] + flags + sums, cwd=d, capture_output=True)
+            for how in (["--local"], ["--daemon", "--address", bus.address]):
+                got = run(how + ["check", "-a", "md5"] + flags + sums, d)
+                what = f"check {' '.join(flags)} of {len(sums)} manifests {how[0]}"
+                ft.check(got.returncode == ref.returncode, f"{what}: exit {got.returncode}, md5sum {ref.returncode}")
+                ft.check(got.stdout == ref.stdout, f"{what}: stdout differs from md5sum -c")
+                ft.check(prog_free(got.stderr, "fhashctl") == prog_free(ref.stderr, "md5sum"),
+                         f"{what}: stderr differs:\n{got.stderr[-600:]!r}\n{ref.stderr[-600:]!r}")
+        conn = bus.connect()
+        before = jobs_of(conn)
+        r = run(["--daemon", "--address", bus.address, "check", "-a", "md5"] + sums, d)
+        ft.check(r.returncode == 1, f"exit {r.returncode}")
+        jobs = list(new_jobs(conn, before).values())
+        ft.check(jobs == [("failed", total)], f"{len(sums)} manifests went to jobs {jobs}, not one of {total}")
+        # A manifest of another algorithm between them: a job per run of one algorithm, output as --local.
+        s256 = os.path.join(tmp, "x.sha256")
+        with open(s256, "w") as f:
+            for n in names[:5]:
+                f.write(hashlib.sha256(open(os.path.join(d, n), "rb").read()).hexdigest() + f"  {n}\n")
+        mixed = sums[:5] + [s256] + sums[5:10]
+        before = jobs_of(conn)
+        same_as_local(bus.address, ["check"] + mixed, d, "md5, sha256, md5 manifests")
+        jobs = sorted(v[1] for v in new_jobs(conn, before).values())
+        ft.check(jobs == [5, 50, 50], f"md5, sha256, md5 manifests went to jobs of {jobs} files")
+        # --json: every manifest's summary object follows its own entries.
+        r = run(["--daemon", "--address", bus.address, "check", "--json", "-a", "md5"] + sums, d)
+        import json
+        objs = [json.loads(x) for x in r.stdout.splitlines()]
+        order = [o["manifest"] for o in objs if o.get("summary")]
+        ft.check(order == sums, f"--json summaries in order {order[:5]}...")
+        ft.check(sum(1 for o in objs if not o.get("summary")) == total + 1, "--json: not one object per entry")
+        conn.close()
+    ft.log(f"ok: check of {len(sums)} manifests: one job, identical to md5sum -c (4 flag sets, --local and "
+           "fhashd), a job per algorithm run, --json summaries in order")
+
+
 def test_quota(bus, tmp):
     """A file quota far below the files fhashctl keeps in flight: Busy answers, calls sent again."""
     d = os.path.join(tmp, "two-k")
@@ -230,6 +297,7 @@ def main():
         test_one_job(bus, tmp)
         test_quota(bus, tmp)
         test_old_daemon(bus, tmp)
+        test_many_manifests(bus, tmp)
         test_many_files(bus, tmp)
 
 
