@@ -400,10 +400,110 @@ static void test_empty_job_and_bad_args(void **state)
         assert_int_equal(io_mode_from_string("nope"), _IO_MODE_INVALID);
 }
 
+static uint8_t *read_whole(const char *path, size_t *ret_n)
+{
+        struct stat st;
+        uint8_t *buf;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        buf = malloc((size_t)st.st_size + 1);
+        assert_non_null(buf);
+        assert_int_equal(pread(fd, buf, (size_t)st.st_size, 0), st.st_size);
+        close(fd);
+        *ret_n = (size_t)st.st_size;
+        return buf;
+}
+
+/* HashParams through the engine: BLAKE3 lengths, keys and contexts (files of several buffers go
+ * to every worker as pieces, merged in the params' mode), BLAKE2 lengths; equal to the hash layer's
+ * one-shot digest. The engine keeps its own copy: the caller's key and context are gone before the
+ * job runs. Params that do not suit the algorithm are refused when the job is made. */
+static void test_params(void **state)
+{
+        static const uint64_t sizes[] = { 0, 1000, 65536 + 5, 3 * SLOT + 17 };
+        _cleanup_free_ char *dir = th_mkdtemp("engine-params");
+        char *paths[ELEMENTSOF(sizes)];
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
+        struct {
+                HashAlgo algo;
+                uint32_t out_len;
+                bool keyed;
+                const char *context;
+        } cases[] = {
+                { HASH_BLAKE3, 64, false, NULL },  { HASH_BLAKE3, 0, true, NULL },
+                { HASH_BLAKE3, 0, false, "fhash 2026-11-24 engine test context" },
+                { HASH_BLAKE3, 17, true, NULL },   { HASH_BLAKE3, 5, false, "ctx" },
+                { HASH_BLAKE2B, 32, false, NULL }, { HASH_BLAKE2S, 16, false, NULL },
+                { HASH_BLAKE2B, 1, false, NULL },
+        };
+        EngineJob *j = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/f%zu", dir, i) > 0);
+                assert_int_equal(th_write_random_file(paths[i], sizes[i], (uint32_t)i + 90), 0);
+        }
+        for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
+                HashParams p = { .out_len = cases[k].out_len, .keyed = cases[k].keyed };
+                char *context = cases[k].context ? strdup(cases[k].context) : NULL;
+                EngineJobOptions o = { .params = &p };
+                Collector c;
+
+                for (size_t b = 0; b < HASH_KEY_SIZE; b++)
+                        p.key[b] = (uint8_t)(b * 7 + k);
+                p.context = context;
+                collector_init(&c, ELEMENTSOF(sizes));
+                assert_int_equal(engine_job_new(e, cases[k].algo, &o, &j), 0);
+                for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                        assert_int_equal(engine_job_add_path(j, paths[i]), (int)i);
+                /* The engine's copy is what counts: wipe ours, and the context's memory. */
+                HashParams ref = p;
+                _cleanup_free_ char *ref_context = context ? strdup(context) : NULL;
+                ref.context = ref_context;
+                hash_params_wipe(&p);
+                if (context)
+                        memset(context, 'x', strlen(context));
+                free(context);
+                assert_int_equal(engine_job_start(j, &test_callbacks, &c), 0);
+                wait_job(e, &c, 60 * 1000000ull);
+                assert_int_equal(c.job_result, ENGINE_JOB_DONE);
+                for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                        uint8_t want[HASH_DIGEST_MAX];
+                        size_t n, want_size = hash_params_digest_size(cases[k].algo, &ref);
+                        _cleanup_free_ uint8_t *data = read_whole(paths[i], &n);
+
+                        assert_int_equal(hash_oneshot_params(cases[k].algo, &ref, data, n, want), 0);
+                        assert_int_equal(c.results[i].status, ENGINE_FILE_OK);
+                        assert_int_equal(c.results[i].digest_size, want_size);
+                        if (memcmp(c.results[i].digest, want, want_size) != 0)
+                                fail_msg("case %zu (%s), file of %" PRIu64 " bytes: digest differs", k,
+                                         hash_algo_to_string(cases[k].algo), sizes[i]);
+                }
+                hash_params_wipe(&ref);
+                engine_job_unref(j);
+                collector_done(&c);
+        }
+
+        HashParams bad = { .out_len = 16 };
+        EngineJobOptions o = { .params = &bad };
+        assert_int_equal(engine_job_new(e, HASH_SHA256, &o, &j), -EOPNOTSUPP);
+        bad = (HashParams){ .out_len = HASH_DIGEST_MAX + 1 };
+        assert_int_equal(engine_job_new(e, HASH_BLAKE3, &o, &j), -ERANGE);
+        bad = (HashParams){ .keyed = true, .context = "c" };
+        assert_int_equal(engine_job_new(e, HASH_BLAKE3, &o, &j), -EINVAL);
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                free(paths[i]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_empty_job_and_bad_args),
+                cmocka_unit_test(test_params),
                 cmocka_unit_test(test_sizes_auto),
                 cmocka_unit_test(test_sizes_uring_plain),
                 cmocka_unit_test(test_sizes_pread),

@@ -56,7 +56,10 @@ struct EngineJob {
         _Atomic unsigned n_ref;
         Engine *engine;
         HashAlgo algo;
-        EngineJobOptions options;
+        EngineJobOptions options;  /* .params points to params below, or is NULL */
+        HashParams params;         /* a copy of the caller's; the key is wiped when the job is freed */
+        char *context;             /* params.context's copy */
+        Blake3Mode b3mode;         /* BLAKE3 with params: the mode every piece of a file is hashed in */
         JobInput *inputs;
         size_t n_inputs, n_inputs_alloc;
         EngineJobCallbacks callbacks;

@@ -203,6 +203,10 @@ typedef struct EngineJobOptions {
         /* Deliver file_done in input order: a result that is ready early waits (in the consumer's
          * memory, one EngineFileResult each) until every earlier input has one. */
         bool ordered;
+        /* How to hash beyond the algorithm (a length, a BLAKE3 key or derive-key context); NULL: the
+         * plain digest. engine_job_new() checks it against the algorithm and copies it (the key and
+         * the context too): the caller may wipe its own at once. */
+        const HashParams *params;
 } EngineJobOptions;
 
 /*

@@ -23,6 +23,31 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
         j->algo = algo;
         if (options)
                 j->options = *options;
+        j->options.params = NULL;
+        if (options && options->params) {
+                int r = hash_params_check(algo, options->params);
+
+                if (r >= 0 && options->params->context) {
+                        j->context = strdup(options->params->context);
+                        if (!j->context)
+                                r = -ENOMEM;
+                }
+                if (r >= 0) {
+                        j->params = *options->params;
+                        j->params.context = j->context;
+                        j->options.params = &j->params;
+                        if (algo == HASH_BLAKE3)
+                                r = blake3_mode_init(&j->b3mode, &j->params);
+                }
+                if (r < 0) {
+                        hash_params_wipe(&j->params);
+                        blake3_mode_wipe(&j->b3mode);
+                        free(j->context);
+                        free(j);
+                        return r;
+                }
+        } else if (algo == HASH_BLAKE3)
+                (void)blake3_mode_init(&j->b3mode, NULL); /* the plain hash's mode cannot fail */
         j->live_next = e->live_jobs;
         if (e->live_jobs)
                 e->live_jobs->live_prev = j;
@@ -88,6 +113,9 @@ static void job_free(EngineJob *j)
                         j->live_next->live_prev = j->live_prev;
         }
         free(j->inputs);
+        hash_params_wipe(&j->params);
+        blake3_mode_wipe(&j->b3mode);
+        free(j->context);
         free(j);
 }
 

@@ -19,7 +19,7 @@ void file_choose_parallel(Engine *e, FileSlot *f)
         f->merge = malloc(sizeof(Blake3Merge));
         if (!f->merge)
                 return; /* hashed on one worker instead */
-        blake3_merge_init(f->merge);
+        blake3_merge_init_mode(f->merge, &f->job->b3mode);
         f->parallel = true;
 }
 
@@ -70,8 +70,8 @@ void piece_returned(Engine *e, Buffer *b)
                 if (f->merge_off < f->size)
                         blake3_merge_push(f->merge, c->cv, c->got / BLAKE3_CHUNK_LEN);
                 else {
-                        blake3_merge_finish(f->merge, c->cv, c->got, f->digest);
-                        f->digest_size = BLAKE3_OUT_LEN;
+                        f->digest_size = hash_params_digest_size(HASH_BLAKE3, f->job->options.params);
+                        blake3_merge_finish_xof(f->merge, c->cv, c->got, f->digest, f->digest_size);
                 }
                 buffer_put(e, c);
         }

@@ -47,13 +47,14 @@ typedef struct PieceUpdate {
         const Buffer *buf;
         uint32_t len;
         uint8_t *cv;
+        const Blake3Mode *mode;
 } PieceUpdate;
 
 static void piece_update(void *userdata)
 {
         PieceUpdate *u = userdata;
 
-        blake3_subtree_cv(u->buf->view, u->len, u->buf->offset / BLAKE3_CHUNK_LEN, u->cv);
+        blake3_subtree_cv_mode(u->mode, u->buf->view, u->len, u->buf->offset / BLAKE3_CHUNK_LEN, u->cv);
 }
 
 /* A BLAKE3 piece: its subtree CV goes back with the buffer; the file's state is the I/O thread's. */
@@ -61,7 +62,7 @@ static void worker_piece(Worker *w, const WorkItem *it, bool skip)
 {
         Buffer *b = it->buf;
         EngineJob *j = it->file->job;
-        PieceUpdate u = { .buf = b, .len = it->len, .cv = b->cv };
+        PieceUpdate u = { .buf = b, .len = it->len, .cv = b->cv, .mode = &j->b3mode };
 
         if (!skip) {
                 if (b->mapped)
@@ -96,7 +97,7 @@ static void worker_handle(Worker *w, const WorkItem *it)
                 f->hashed = 0;
                 f->digest_size = 0;
                 f->map_fault = false;
-                (void)hash_ctx_init(f->ctx, f->algo);
+                (void)hash_ctx_init_params(f->ctx, f->algo, j->options.params);
         }
 
         if (f->map_fault)
@@ -120,7 +121,7 @@ static void worker_handle(Worker *w, const WorkItem *it)
 
         if (it->flags & WORK_LAST && !skip) {
                 (void)hash_ctx_final(f->ctx, f->digest);
-                f->digest_size = hash_algo_digest_size(f->algo);
+                f->digest_size = hash_params_digest_size(f->algo, j->options.params);
         }
         if (it->flags & (WORK_LAST | WORK_ABORT))
                 engine_file_release(e, f, w);
