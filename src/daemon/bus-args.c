@@ -131,6 +131,9 @@ void hash_options_done(HashOptions *o)
         o->dontcache = false;
         o->more = false;
         o->strategy = ENGINE_READ_AUTO;
+        o->has_params = false;
+        hash_params_wipe(&o->params);
+        o->context = mfree(o->context);
 }
 
 static const struct {
@@ -141,6 +144,8 @@ static const struct {
         { "names", HASH_OPTION_NAMES, "as" },          { "expected", HASH_OPTION_EXPECTED, "as" },
         { "max-size", HASH_OPTION_MAX_SIZE, "t" },     { "dontcache", HASH_OPTION_DONTCACHE, "b" },
         { "more", HASH_OPTION_MORE, "b" },            { "strategy", HASH_OPTION_STRATEGY, "s" },
+        { "length", HASH_OPTION_LENGTH, "u" },        { "key", HASH_OPTION_KEY, "ay" },
+        { "derive-key", HASH_OPTION_DERIVE_KEY, "s" },
 };
 
 /* "names, expected, ..." for the keys in allowed, for error messages. */
@@ -268,11 +273,54 @@ static int read_variant_strv(sd_bus_message *m, const char *key, size_t max, siz
         return sd_bus_message_exit_container(m);
 }
 
-int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, unsigned allowed,
-                          HashOptions *ret, sd_bus_error *error)
+/* "key": exactly HASH_KEY_SIZE bytes, into o (never echoed). */
+static int read_variant_key(sd_bus_message *m, const char *key, HashOptions *o, sd_bus_error *error)
+{
+        const void *p = NULL;
+        size_t n = 0;
+        int r;
+
+        r = enter_variant(m, key, "ay", error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_array(m, 'y', &p, &n);
+        if (r < 0)
+                return r;
+        if (n != HASH_KEY_SIZE)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "options: \"key\" must be %d bytes, not %zu", HASH_KEY_SIZE, n);
+        memcpy(o->params.key, p, HASH_KEY_SIZE);
+        o->params.keyed = true;
+        return sd_bus_message_exit_container(m);
+}
+
+/* The parameters read against the algorithm, as hash_params_check() finds them. */
+static int check_params(HashAlgo algo, const HashOptions *o, sd_bus_error *error)
+{
+        int r = hash_params_check(algo, &o->params);
+
+        if (r == -EOPNOTSUPP)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "options: %s takes no \"%s\"", hash_algo_to_string(algo),
+                                         o->params.out_len && !(hash_algo_params(algo) & HASH_PARAM_LENGTH) ? "length"
+                                         : o->params.keyed && !(hash_algo_params(algo) & HASH_PARAM_KEY) ? "key"
+                                                                                                          : "derive-key");
+        if (r == -ERANGE)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "options: \"length\" of %s is at most %zu bits", hash_algo_to_string(algo),
+                                         hash_algo_digest_max(algo) * 8);
+        if (r < 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "options: \"key\" and \"derive-key\" exclude each other");
+        return 0;
+}
+
+int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, const HashParams *job_params,
+                          unsigned allowed, HashOptions *ret, sd_bus_error *error)
 {
         HashOptions o = {};
-        size_t digest_size = hash_algo_digest_size(algo);
+        size_t digest_size;
+        uint32_t length_bits = 0;
         int dontcache = 0, more = 0;
         const char *strategy = NULL;
         int r;
@@ -331,6 +379,34 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
                                                       bus_echo_len(strategy, 64), strategy);
                                 goto fail;
                         }
+                } else if (bit == HASH_OPTION_LENGTH) {
+                        r = read_variant(m, key, "u", &length_bits, error);
+                        if (r >= 0 && (length_bits == 0 || length_bits % 8 != 0)) {
+                                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                      "options: \"length\" is in bits, a positive multiple of 8, not %u",
+                                                      length_bits);
+                                goto fail;
+                        }
+                        o.params.out_len = length_bits / 8;
+                } else if (bit == HASH_OPTION_KEY)
+                        r = read_variant_key(m, key, &o, error);
+                else if (bit == HASH_OPTION_DERIVE_KEY) {
+                        const char *ctx = NULL;
+
+                        r = read_variant(m, key, "s", &ctx, error);
+                        if (r >= 0 && strlen(ctx) > FHASH_NAME_MAX) {
+                                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                      "options: \"derive-key\" is longer than %d bytes", FHASH_NAME_MAX);
+                                goto fail;
+                        }
+                        if (r >= 0) {
+                                o.context = strdup(ctx);
+                                if (!o.context) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                o.params.context = o.context;
+                        }
                 } else
                         r = read_variant(m, key, "b", &more, error);
                 if (r < 0)
@@ -345,6 +421,13 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, uns
         o.dontcache = dontcache;
         o.more = more;
         o.strategy = strategy ? engine_read_strategy_from_string(strategy) : ENGINE_READ_AUTO;
+        o.has_params = o.params.out_len != 0 || o.params.keyed || o.params.context;
+        if (o.has_params) {
+                r = check_params(algo, &o, error);
+                if (r < 0)
+                        goto fail;
+        }
+        digest_size = hash_params_digest_size(algo, o.has_params ? &o.params : job_params);
 
         if (o.names && strv_length(o.names) != n_inputs) {
                 r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
@@ -411,7 +494,7 @@ int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned 
         r = bus_read_algorithm(m, &algo, error);
         if (r < 0)
                 return r;
-        r = bus_read_hash_options(m, n_inputs, algo, allowed, ret, error);
+        r = bus_read_hash_options(m, n_inputs, algo, NULL, allowed, ret, error);
         if (r < 0)
                 return r;
         *ret_algo = algo;

@@ -192,7 +192,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = bus_read_fds(msg, raw, &n, error);
         if (r < 0)
                 return r;
-        r = bus_read_hash_options(msg, n, j->algo, HASH_OPTIONS_ADD_FDS, &o, error);
+        r = bus_read_hash_options(msg, n, j->algo, j->engine_options.params, HASH_OPTIONS_ADD_FDS, &o, error);
         if (r < 0)
                 return r;
 

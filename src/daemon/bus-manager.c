@@ -33,7 +33,8 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
         /* regular_only matters for path inputs only: the daemon cannot check what a path is before
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
         EngineJobOptions eo = { .max_file_size = effective_max_size(o->max_size, c->max_file_size),
-                                .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true };
+                                .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true,
+                                .params = o->has_params ? &o->params : NULL };
         const char *owner;
         uint32_t first;
         int r;
@@ -185,7 +186,7 @@ static int method_open_connection(sd_bus_message *msg, void *userdata, sd_bus_er
                 return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
                                         "This is a direct connection already; OpenConnection is a bus call.");
         /* No options yet: the Hash calls' reader, with none allowed, names any key given. */
-        r = bus_read_hash_options(msg, 0, HASH_SHA256, 0, &o, error);
+        r = bus_read_hash_options(msg, 0, HASH_SHA256, NULL, 0, &o, error);
         if (r < 0)
                 return r;
         hash_options_done(&o);

@@ -127,6 +127,20 @@ int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const Engin
         j->algo = algo;
         j->state = JOB_QUEUED;
         j->engine_options = *options;
+        j->engine_options.params = NULL;
+        if (options->params) {
+                j->params = *options->params;
+                j->params.context = NULL;
+                if (options->params->context) {
+                        j->params_context = strdup(options->params->context);
+                        if (!j->params_context)
+                                /* j is _cleanup_(job_freep), as below. */
+                                // NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
+                                return -ENOMEM; // cppcheck-suppress memleak
+                        j->params.context = j->params_context;
+                }
+                j->engine_options.params = &j->params;
+        }
         /* Fair share between uids in the engine: one user's silent pipes cannot take another's. */
         j->engine_options.share_group = uid;
         j->allow_streams = allow_streams;
@@ -175,6 +189,8 @@ Job *job_free(Job *j)
         registry_remove_job(&c->registry, &j->entry);
         job_results_done(&j->results);
         free(j->owner);
+        hash_params_wipe(&j->params);
+        free(j->params_context);
         free(j->object_path);
         free(j);
         if (registered)

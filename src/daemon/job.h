@@ -40,7 +40,9 @@ struct Job {
         uid_t uid;           /* its effective uid, from the bus driver */
         HashAlgo algo;
         JobState state;
-        EngineJobOptions engine_options;  /* every part's */
+        EngineJobOptions engine_options;  /* every part's; .params points to params below, or is NULL */
+        HashParams params;   /* "length", "key", "derive-key": the key wiped when the job is freed */
+        char *params_context;
         bool allow_streams;  /* "max-size" was given: pipes and devices may be read */
         UserResource refused;  /* which limit the last USER_E_* outcome of a job_*() call came from */
 

@@ -195,6 +195,42 @@ def test_manager_calls(conn, w, mgr, tmp, canary):
     ft.check(res[1][3] == "" and res[1][2] == good_sha, f"upper-case expected digest: {res[1]}")
     ok("options")
 
+    # Parameters: "length" (bits), "key" (32 bytes), "derive-key"; against the algorithm.
+    D, U, Y = ft.dbus.Dictionary, ft.dbus.UInt32, ft.dbus.Byte
+
+    def po(**kw):
+        return D({k.replace("_", "-"): v for k, v in kw.items()}, signature="sv")
+
+    key32 = ft.dbus.Array([Y(i) for i in range(32)], signature="y")
+    for algo, opts, want in [
+        ("sha256", po(length=U(128)), ['sha256 takes no "length"']),
+        ("blake3", po(length=U(12)), ['"length"', "multiple of 8"]),
+        ("blake3", po(length=U(0)), ['"length"', "multiple of 8"]),
+        ("blake2s", po(length=U(512)), ['"length"', "at most 256 bits"]),
+        ("blake3", po(length=U(4096)), ['"length"', "at most 512 bits"]),
+        ("blake3", po(key=ft.dbus.Array([Y(1)] * 31, signature="y")), ['"key"', "32 bytes, not 31"]),
+        ("blake2b", po(key=key32), ['blake2b takes no "key"']),
+        ("md5", po(derive_key="ctx"), ['md5 takes no "derive-key"']),
+        ("blake3", po(key=key32, derive_key="ctx"), ['"key" and "derive-key" exclude each other']),
+        ("blake3", po(derive_key="c" * 5000), ['"derive-key" is longer than']),
+        ("blake3", po(length=ft.dbus.UInt64(256)), ['"length"', "'u'"]),
+        ("blake2b", po(length=U(256), expected=["ab" * 64]), ["expected[0]", "64-digit hex blake2b"]),
+    ]:
+        expect(INVALID, want, mgr.HashFds, ft.fds(good), algo, opts)
+    data = b"good input\n"
+    want2b = hashlib.blake2b(data, digest_size=32).hexdigest()
+    job = str(mgr.HashFds(ft.fds(good), "blake2b", po(length=U(256), expected=[want2b], more=True)))
+    # AddFds checks expected digests against the job's length, and takes no parameters itself.
+    expect(INVALID, ["expected[0]", "64-digit"], ft.job_iface(conn, job).AddFds, ft.fds(good), o(expected=["ab" * 64]))
+    expect(INVALID, ['"length"', "cannot be given to this call"], ft.job_iface(conn, job).AddFds, ft.fds(good),
+           po(length=U(128)))
+    ft.job_iface(conn, job).AddFds(ft.fds(good), o(expected=[want2b]))
+    ft.job_iface(conn, job).Close()
+    res = results_of(w, job)
+    ft.check([r[2] for r in res] == [want2b, want2b] and all(r[3] == "" for r in res),
+             f"blake2b length 256 with expected digests: {res}")
+    ok("parameters")
+
     # Algorithms.
     for algo in ("", "SHA256x", "sha-256", "md4", "x" * (10 << 20)):
         msg = expect(INVALID, ["algorithm", "unknown algorithm"], mgr.HashFds, ft.fds(good), algo, o())
