@@ -541,6 +541,34 @@ static const char *item_expected(const BusClient *c, size_t item)
 
 static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);
 
+/* --length, --keyed, --derive-key as HashFds options. The message holding the key is erased when
+ * freed. */
+static int append_params(sd_bus_message *m, const HashParams *p)
+{
+        int r = 0;
+
+        if (p->out_len)
+                r = sd_bus_message_append(m, "{sv}", "length", "u", p->out_len * 8);
+        if (r >= 0 && p->context)
+                r = sd_bus_message_append(m, "{sv}", "derive-key", "s", p->context);
+        if (r >= 0 && p->keyed) {
+                r = sd_bus_message_sensitive(m);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_DICT_ENTRY, "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", "key");
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, SD_BUS_TYPE_VARIANT, "ay");
+                if (r >= 0)
+                        r = sd_bus_message_append_array(m, 'y', p->key, HASH_KEY_SIZE);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        return r;
+}
+
 /* Sends call with fds[] (one per call->idx, closed here whatever happens). */
 static int call_send(BusClient *c, BusCall *call, int fds[])
 {
@@ -590,6 +618,8 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                 if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.strategy != ENGINE_READ_AUTO)
                         r = sd_bus_message_append(m, "{sv}", "strategy", "s",
                                                   engine_read_strategy_to_string(c->read.strategy));
+                if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.params)
+                        r = append_params(m, c->read.params);
                 if (r >= 0 && call->more)
                         r = sd_bus_message_append(m, "{sv}", "more", "b", 1);
                 if (r >= 0)

@@ -28,6 +28,11 @@ typedef struct Args {
         bool recursive, tag, zero, json, follow, one_file_system;
         bool check, binary, no_names;  /* hash -c (check), -b (" *name"), --no-names (hex only) */
         bool raw;                      /* the digest's bytes, one input (b3sum --raw) */
+        /* -l/--length BITS (b2sum, cksum), --keyed (the key on stdin, as b3sum), --derive-key CONTEXT */
+        const char *length, *derive_key;
+        bool keyed;
+        HashParams params;             /* from those; the key wiped before exit */
+        bool has_params;
         ProgressMode progress;
         char **excludes;
         size_t n_excludes;
@@ -82,6 +87,10 @@ static const char *const verb_help[][2] = {
           "  -b, --binary           HEX *FILE lines (as sha256sum -b); -t, --text: HEX  FILE\n"
           "      --no-names         the digests alone, one per line (as b3sum --no-names)\n"
           "      --raw              the digest's bytes, not hex, of one FILE (as b3sum --raw)\n"
+          "  -l, --length BITS      digest length in bits for blake2b, blake2s, blake3 (as b2sum -l;\n"
+          "                         b3sum --length N bytes is -l 8N); 0: the default\n"
+          "      --keyed            blake3 keyed hash, the 32-byte key read from stdin (as b3sum)\n"
+          "      --derive-key CTX   blake3 key derivation with context CTX (as b3sum)\n"
           "  -c, --check            the same as 'fhashctl check' (as sha256sum -c)\n"
           "  -z, --zero             end lines with NUL, do not escape names\n"
           "      --json             one JSON object per file, then a summary object; errors are in\n"
@@ -190,9 +199,13 @@ enum {
         ARG_UNTAGGED,
         ARG_NO_NAMES,
         ARG_RAW,
+        ARG_KEYED,
+        ARG_DERIVE_KEY,
 };
 
 /* Returns -1 to go on, or an exit code. */
+static int parse_params(Args *a);
+
 static int parse_args(int argc, char *argv[], Args *a)
 {
         static const struct option options[] = {
@@ -225,6 +238,9 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "untagged", no_argument, NULL, ARG_UNTAGGED },
                 { "no-names", no_argument, NULL, ARG_NO_NAMES },
                 { "raw", no_argument, NULL, ARG_RAW },
+                { "length", required_argument, NULL, 'l' },
+                { "keyed", no_argument, NULL, ARG_KEYED },
+                { "derive-key", required_argument, NULL, ARG_DERIVE_KEY },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -240,7 +256,7 @@ static int parse_args(int argc, char *argv[], Args *a)
          * option"), and ours say "Try 'fhashctl --help'": one name for both. */
         if (argc > 0)
                 argv[0] = (char *)program;
-        while ((c = getopt_long(argc, argv, "a:rzwhcbtq", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "a:rzwhcbtql:", options, NULL)) >= 0) {
                 switch (c) {
                 case 'a':
                         a->algo = hash_algo_from_string(optarg);
@@ -273,6 +289,15 @@ static int parse_args(int argc, char *argv[], Args *a)
                         break;
                 case ARG_RAW:
                         a->raw = true;
+                        break;
+                case 'l':
+                        a->length = optarg;
+                        break;
+                case ARG_KEYED:
+                        a->keyed = true;
+                        break;
+                case ARG_DERIVE_KEY:
+                        a->derive_key = optarg;
                         break;
                 case 'z':
                         a->zero = true;
@@ -388,6 +413,90 @@ static int parse_args(int argc, char *argv[], Args *a)
                 return usage_error("--tag and --json exclude each other");
         if (a->json && a->zero)
                 return usage_error("--zero and --json exclude each other");
+        if (a->length || a->keyed || a->derive_key)
+                return parse_params(a);
+        return -1;
+}
+
+/* A key of exactly HASH_KEY_SIZE bytes on standard input, as b3sum --keyed reads it. */
+static int read_key(uint8_t key[static HASH_KEY_SIZE])
+{
+        uint8_t buf[HASH_KEY_SIZE + 1];
+        size_t n = 0;
+
+        while (n < sizeof(buf)) {
+                ssize_t k = read(STDIN_FILENO, buf + n, sizeof(buf) - n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        err("--keyed: cannot read the key from standard input: %m");
+                        explicit_bzero(buf, sizeof(buf));
+                        return CTL_EXIT_FAILED;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+        }
+        if (n != HASH_KEY_SIZE) {
+                explicit_bzero(buf, sizeof(buf));
+                err("--keyed: expected %d key bytes on standard input, found %s%zu", HASH_KEY_SIZE,
+                    n > HASH_KEY_SIZE ? "more than " : "", MIN(n, (size_t)HASH_KEY_SIZE));
+                return CTL_EXIT_FAILED;
+        }
+        memcpy(key, buf, HASH_KEY_SIZE);
+        explicit_bzero(buf, sizeof(buf));
+        return -1;
+}
+
+/* --length, --keyed, --derive-key into a->params, checked against -a. Returns -1 to go on. */
+static int parse_params(Args *a)
+{
+        HashParams *p = &a->params;
+        int r;
+
+        if (!streq(a->verb, "hash"))
+                return usage_error("--length, --keyed and --derive-key are options of hash");
+        if (a->length) {
+                char *end = NULL;
+                unsigned long bits;
+
+                errno = 0;
+                bits = strtoul(a->length, &end, 10);
+                if (errno != 0 || !end || *end || end == a->length || a->length[0] == '-' || bits % 8 != 0 ||
+                    bits > (unsigned long)HASH_DIGEST_MAX * 8)
+                        return usage_error("--length: '%s' is not a number of bits that is a multiple of 8 "
+                                           "(at most %d; b3sum's --length N bytes is --length %s)",
+                                           a->length, HASH_DIGEST_MAX * 8, "8N");
+                p->out_len = (uint32_t)(bits / 8); /* 0: the default, as b2sum -l 0 */
+        }
+        if (a->derive_key)
+                p->context = a->derive_key;
+        p->keyed = a->keyed;
+        r = hash_params_check(a->algo, p);
+        if (r == -EOPNOTSUPP)
+                return usage_error("%s takes no %s (--length: blake2b, blake2s, blake3; --keyed, --derive-key: blake3)",
+                                   hash_algo_to_string(a->algo),
+                                   p->out_len && !(hash_algo_params(a->algo) & HASH_PARAM_LENGTH) ? "--length"
+                                   : p->keyed && !(hash_algo_params(a->algo) & HASH_PARAM_KEY) ? "--keyed"
+                                   : p->context                                                  ? "--derive-key"
+                                                                                                 : "--length");
+        if (r == -ERANGE)
+                return usage_error("--length: %s digests are at most %zu bits", hash_algo_to_string(a->algo),
+                                   hash_algo_digest_max(a->algo) * 8);
+        if (r < 0)
+                return usage_error("--keyed and --derive-key exclude each other");
+        if (a->keyed) {
+                for (size_t i = 0; i < a->n_rest; i++)
+                        if (streq(a->rest[i], "-"))
+                                return usage_error("--keyed reads the key from standard input: it cannot be a file too");
+                if (a->n_rest == 0)
+                        return usage_error("--keyed reads the key from standard input: name the files to hash");
+                r = read_key(p->key);
+                if (r >= 0)
+                        return r;
+        }
+        a->has_params = p->out_len != 0 || p->keyed || p->context;
         return -1;
 }
 
@@ -396,7 +505,8 @@ static int parse_args(int argc, char *argv[], Args *a)
 static int run_items(const Args *a, const RunSource *source, RunResultFn fn, void *userdata)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        const RunReadOptions ro = { .dontcache = a->no_cache, .strategy = a->io };
+        const RunReadOptions ro = { .dontcache = a->no_cache, .strategy = a->io,
+                                    .params = a->has_params ? &a->params : NULL };
         sd_bus *bus = NULL;
         Progress progress;
         int r;
@@ -961,5 +1071,6 @@ int ctl_main(int argc, char *argv[])
                         r = usage_error("unknown verb '%s'", a.verb);
         }
         free(a.excludes);
+        hash_params_wipe(&a.params);
         return r;
 }

@@ -38,7 +38,12 @@ static int write_escaped(FILE *f, const char *name)
 int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex)
 {
         bool escape = !zero && output_name_needs_escape(name);
-        const char *tag = hash_algo_tag(a);
+        size_t size = strlen(hex) / 2;
+        char buf[32];
+        /* A digest of another length than the default (b2sum -l 256) says so in its tag. */
+        const char *tag = size == hash_algo_digest_size(a)
+                                  ? hash_algo_tag(a)
+                                  : hash_params_tag(a, &(HashParams){ .out_len = (uint32_t)size }, buf, sizeof(buf));
         int r;
 
         if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED && style != OUTPUT_BINARY &&

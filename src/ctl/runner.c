@@ -326,7 +326,8 @@ static int local_add(LocalRun *run, const RunItem *it, size_t i)
                 b->run = run;
                 r = engine_job_new(run->e, a,
                                    &(EngineJobOptions){ .dontcache = run->read->dontcache,
-                                                        .strategy = run->read->strategy },
+                                                        .strategy = run->read->strategy,
+                                                        .params = run->read->params },
                                    &b->job);
                 if (r < 0) {
                         free(b);

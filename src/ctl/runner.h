@@ -122,6 +122,7 @@ bool run_item_preset(const RunItem *item, size_t index, RunResult *ret);
 typedef struct RunReadOptions {
         bool dontcache;               /* cache-neutral (EngineJobOptions.dontcache) */
         EngineReadStrategy strategy;  /* ENGINE_READ_AUTO unless --io forces one */
+        const HashParams *params;     /* --length, --keyed, --derive-key; NULL: none */
 } RunReadOptions;
 
 /* Hashes in this process with the engine, read as ro says, while pulling items from source: they go

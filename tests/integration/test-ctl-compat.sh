@@ -61,6 +61,8 @@ done
 "$FHASHCTL" --address "$addr" status >/dev/null 2>&1 || skip "fhashd did not come up: $(cat "$tmp/fhashd.log")"
 
 modes=("--local" "--daemon --address $addr")
+head -c 3000017 /dev/urandom > "$tmp/p3m"
+head -c 32 /dev/urandom > "$tmp/key"
 
 # --- hash: byte-identical to the reference tools -------------------------------------------------
 for mode in "${modes[@]}"; do
@@ -105,6 +107,35 @@ for mode in "${modes[@]}"; do
     b3sum --no-names -- "${b3names[@]}" > "$tmp/ref"
     "$FHASHCTL" $mode hash -a blake3 --no-names -- "${b3names[@]}" > "$tmp/out" 2>/dev/null
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --no-names differs from b3sum --no-names"
+    # b2sum -l, b3sum --length/--derive-key/--keyed: lengths in bits (b3sum's are bytes); a 3 MB
+    # file goes to both workers as pieces, merged in the keyed / derive-key mode.
+    p=("${b3names[@]}" "$tmp/p3m")
+    for bits in 8 256 384; do
+        b2sum -l "$bits" -- "${names[@]}" > "$tmp/ref"
+        "$FHASHCTL" $mode hash -a blake2b -l "$bits" -- "${names[@]}" > "$tmp/out" 2>/dev/null
+        cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: -l $bits differs from b2sum -l $bits"
+        b2sum --tag -l "$bits" -- "${names[@]}" > "$tmp/ref"
+        "$FHASHCTL" $mode hash --tag -a blake2b -l "$bits" -- "${names[@]}" > "$tmp/out" 2>/dev/null
+        cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --tag -l $bits differs from b2sum --tag -l $bits"
+    done
+    for bytes in 1 17 64; do
+        b3sum --length "$bytes" -- "${p[@]}" > "$tmp/ref"
+        "$FHASHCTL" $mode hash -a blake3 --length $((bytes * 8)) -- "${p[@]}" > "$tmp/out" 2>/dev/null
+        cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --length $((bytes * 8)) differs from b3sum --length $bytes"
+    done
+    b3sum --derive-key "fhash test 2026-11-24 context" -- "${p[@]}" > "$tmp/ref"
+    "$FHASHCTL" $mode hash -a blake3 --derive-key "fhash test 2026-11-24 context" -- "${p[@]}" > "$tmp/out" 2>/dev/null
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --derive-key differs from b3sum --derive-key"
+    b3sum --keyed --length 40 -- "${p[@]}" < "$tmp/key" > "$tmp/ref"
+    "$FHASHCTL" $mode hash -a blake3 --keyed -l 320 -- "${p[@]}" < "$tmp/key" > "$tmp/out" 2>"$tmp/err"
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: --keyed -l 320 differs from b3sum --keyed --length 40: $(cat "$tmp/err")"
+    head -c 31 "$tmp/key" | "$FHASHCTL" $mode hash -a blake3 --keyed -- 'sp ace' > /dev/null 2> "$tmp/err"
+    [ $? = 1 ] && grep -q "expected 32 key bytes" "$tmp/err" || fail "$mode: a 31-byte key: $(cat "$tmp/err")"
+    for bad in "-l 256" "-a blake2s -l 264" "-a blake2b -l 12" "-a blake2b --keyed" "-a blake3 --keyed --derive-key x" "--derive-key x"; do
+        # shellcheck disable=SC2086
+        "$FHASHCTL" $mode hash $bad -- 'sp ace' < "$tmp/key" > /dev/null 2> "$tmp/err"
+        [ $? = 2 ] && [ -s "$tmp/err" ] || fail "$mode: hash $bad must be a usage error: $(cat "$tmp/err")"
+    done
     sha256sum -b -- 'sp ace' 'big file' > "$tmp/bsum"
     "$FHASHCTL" $mode hash -c "$tmp/bsum" > "$tmp/out" 2>/dev/null || fail "$mode: hash -c of sha256sum -b lines"
     sha256sum -c "$tmp/bsum" | cmp -s - "$tmp/out" || fail "$mode: hash -c differs from sha256sum -c"
