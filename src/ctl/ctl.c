@@ -17,6 +17,7 @@
 #include "basic/macro.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
+#include "ctl/audit.h"
 #include "ctl/progress.h"
 #include "ctl/runner.h"
 #include "ctl/walk.h"
@@ -41,6 +42,7 @@ typedef struct Args {
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
         bool no_cache;
+        bool update;                   /* audit --update */
         EngineReadStrategy io;
         char **rest;
         size_t n_rest;
@@ -119,6 +121,21 @@ static const char *const verb_help[][2] = {
           "  -z, --zero             SUMFILE lines end with NUL\n"
           "      --json             one JSON object per file, then a summary object per SUMFILE\n"
           "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n" },
+        { "audit",
+          "Usage: fhashctl audit [OPTION]... MANIFEST [DIR]\n"
+          "Compare DIR (default '.') with MANIFEST, whose names are relative to DIR (as\n"
+          "'cd DIR && fhashctl hash -r .' writes them). Every file is ok, changed, missing, new,\n"
+          "or moved (a new file whose digest a missing one had: 'NAME: moved from OLD'). Lines come\n"
+          "in walk order as files are hashed, then new and moved files, then missing ones; a\n"
+          "summary goes to stderr. Exit status 0 when every file is ok, 1 otherwise.\n\n"
+          "  -a, --algorithm=ALGO   algorithm of untagged lines (else as check reads them)\n"
+          "  -q, --quiet            do not print ok files\n"
+          "      --status           print nothing; the exit status says it all\n"
+          "      --json             one object per file (name, status, digest, expected, from),\n"
+          "                         then a summary object\n"
+          "      --update           write MANIFEST anew from what was found (atomically: a new\n"
+          "                         file renamed over it)\n"
+          "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n" },
         { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
         { "watch", "Usage: fhashctl watch JOB\nFollow a job's progress until it ends (JOB: id or object path).\n"
                    "Exit status 0 if it ended 'done', 1 otherwise.\n" },
@@ -134,6 +151,7 @@ static void help_main(FILE *f)
                    "Verbs:\n"
                    "  hash FILE|DIR...   print checksums (sha256sum-compatible output)\n"
                    "  check SUMFILE...   verify checksum files\n"
+                   "  audit MANIFEST [DIR]  compare a directory with a manifest\n"
                    "  jobs               list your jobs in fhashd\n"
                    "  watch JOB          follow a job's progress\n"
                    "  cancel JOB         cancel a job\n"
@@ -200,6 +218,7 @@ enum {
         ARG_NO_NAMES,
         ARG_RAW,
         ARG_KEYED,
+        ARG_UPDATE,
         ARG_DERIVE_KEY,
 };
 
@@ -240,6 +259,7 @@ static int parse_args(int argc, char *argv[], Args *a)
                 { "raw", no_argument, NULL, ARG_RAW },
                 { "length", required_argument, NULL, 'l' },
                 { "keyed", no_argument, NULL, ARG_KEYED },
+                { "update", no_argument, NULL, ARG_UPDATE },
                 { "derive-key", required_argument, NULL, ARG_DERIVE_KEY },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -295,6 +315,9 @@ static int parse_args(int argc, char *argv[], Args *a)
                         break;
                 case ARG_KEYED:
                         a->keyed = true;
+                        break;
+                case ARG_UPDATE:
+                        a->update = true;
                         break;
                 case ARG_DERIVE_KEY:
                         a->derive_key = optarg;
@@ -413,6 +436,8 @@ static int parse_args(int argc, char *argv[], Args *a)
                 return usage_error("--tag and --json exclude each other");
         if (a->json && a->zero)
                 return usage_error("--zero and --json exclude each other");
+        if (a->update && !streq(a->verb, "audit"))
+                return usage_error("--update is an option of audit");
         if (a->length || a->keyed || a->derive_key)
                 return parse_params(a);
         return -1;
@@ -699,44 +724,6 @@ static void check_json(const RunItem *item, const RunResult *r, const char *stat
         fputs("}\n", stdout);
 }
 
-static int read_all(const char *path, char **ret, size_t *ret_size)
-{
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, alloc = 0;
-
-        if (streq(path, "-"))
-                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-        else
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        for (;;) {
-                ssize_t k;
-
-                if (size == alloc) {
-                        size_t na = MAX(alloc * 2, (size_t)65536);
-                        char *nb = realloc(buf, na);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        alloc = na;
-                }
-                k = read(fd, buf + size, alloc - size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                size += (size_t)k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
-}
-
 static const char *plural(size_t n, const char *one, const char *many)
 {
         return n == 1 ? one : many;
@@ -781,7 +768,7 @@ static int check_load(CheckState *s, CheckManifest *cm)
 
         if (output_quote(streq(cm->sumfile, "-") ? "standard input" : cm->sumfile, &cm->q) < 0)
                 return -ENOMEM;
-        r = read_all(cm->sumfile, &buf, &size);
+        r = manifest_read(cm->sumfile, &buf, &size);
         if (r < 0) {
                 cm->read_error = r;
                 return 0;
@@ -1000,6 +987,32 @@ static int verb_check(Args *a)
         return r < 0 || s.failed ? CTL_EXIT_FAILED : CTL_EXIT_OK;
 }
 
+static int audit_run_items(const RunSource *source, RunResultFn fn, void *userdata, void *ctx)
+{
+        return run_items(ctx, source, fn, userdata);
+}
+
+static int verb_audit(Args *a)
+{
+        AuditOptions o = {
+                .algo = a->algo_set ? a->algo : _HASH_ALGO_INVALID,
+                .json = a->json,
+                .quiet = a->quiet,
+                .status = a->status,
+                .update = a->update,
+                .run = audit_run_items,
+                .run_ctx = a,
+        };
+
+        if (a->n_rest < 1 || a->n_rest > 2)
+                return usage_error("audit: MANIFEST [DIR] expected");
+        if (a->tag || a->recursive || a->zero || a->strict || a->ignore_missing)
+                return usage_error("audit: --tag, -r, -z, --strict and --ignore-missing are not audit options");
+        if (streq(a->rest[0], "-") && a->update)
+                return usage_error("audit: --update needs a MANIFEST file, not standard input");
+        return audit_run(a->rest[0], a->n_rest > 1 ? a->rest[1] : ".", &o);
+}
+
 static int verb_algorithms(Args *a)
 {
         for (HashAlgo x = 0; x < _HASH_ALGO_MAX; x++)
@@ -1062,6 +1075,8 @@ int ctl_main(int argc, char *argv[])
                         r = verb_hash(&a);
                 else if (streq(a.verb, "check"))
                         r = verb_check(&a);
+                else if (streq(a.verb, "audit"))
+                        r = verb_audit(&a);
                 else if (streq(a.verb, "algorithms"))
                         r = verb_algorithms(&a);
                 else if (streq(a.verb, "jobs") || streq(a.verb, "watch") || streq(a.verb, "cancel") ||

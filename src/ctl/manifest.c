@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,4 +315,42 @@ Manifest *manifest_free(Manifest *m)
         free(m->bad_lines);
         free(m);
         return NULL;
+}
+
+int manifest_read(const char *path, char **ret, size_t *ret_size)
+{
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 0;
+
+        if (streq(path, "-"))
+                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        else
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        for (;;) {
+                ssize_t k;
+
+                if (size == alloc) {
+                        size_t na = MAX(alloc * 2, (size_t)65536);
+                        char *nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        alloc = na;
+                }
+                k = read(fd, buf + size, alloc - size);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                size += (size_t)k;
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
 }

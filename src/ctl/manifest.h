@@ -54,5 +54,7 @@ int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manif
 int manifest_parse_hinted(const char *buf, size_t size, HashAlgo algo, HashAlgo hint, bool zero, Manifest **ret);
 /* The algorithm a manifest's name says, as the tools that write them name them, or _HASH_ALGO_INVALID. */
 HashAlgo manifest_algo_from_filename(const char *path);
+/* Reads a whole manifest ("-": standard input) into a malloc'd buffer. Returns 0 or -errno. */
+int manifest_read(const char *path, char **ret, size_t *ret_size);
 Manifest *manifest_free(Manifest *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manifest *, manifest_free);

@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/* audit.c: fhashctl audit: a directory against a manifest: ok, changed, missing, new, moved */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "ctl/audit.h"
+#include "ctl/ctl.h"
+#include "ctl/manifest.h"
+#include "ctl/output.h"
+#include "ctl/walk.h"
+
+typedef struct Listed {
+        const char *name;  /* the manifest's, without a leading "./" */
+        const char *hex;
+        bool seen;         /* found in dir */
+        bool moved;        /* a new file with its digest took its place */
+} Listed;
+
+/* A file found in dir: kept for --update, and for the decision on new files after the walk. */
+typedef struct Found {
+        char *name;
+        char hex[HASH_HEX_MAX];
+        bool listed;
+} Found;
+
+typedef struct Audit {
+        const AuditOptions *o;
+        HashAlgo algo;
+        Listed *listed;
+        Listed **by_name;  /* sorted by name */
+        size_t n_listed;
+        Found *found;      /* walk order */
+        size_t n_found, alloc_found;
+        size_t ok, changed, missing, added, moved, unreadable;
+        Walk *walk;
+        size_t prefix;     /* bytes of "DIR/" before each walked path's name */
+        char *manifest_rel;  /* the manifest's own name within dir, or NULL */
+} Audit;
+
+_printf_(1, 2) static void warn(const char *fmt, ...)
+{
+        va_list ap;
+
+        fflush(stdout);
+        fputs("fhashctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+static const char *strip_dot(const char *name)
+{
+        while (name[0] == '.' && name[1] == '/')
+                for (name += 2; *name == '/'; name++)
+                        ;
+        return name;
+}
+
+static int cmp_listed_name(const void *a, const void *b)
+{
+        return strcmp((*(Listed *const *)a)->name, (*(Listed *const *)b)->name);
+}
+
+static int cmp_listed_hex(const void *a, const void *b)
+{
+        return strcmp((*(Listed *const *)a)->hex, (*(Listed *const *)b)->hex);
+}
+
+static Listed *find_name(const Audit *au, const char *name)
+{
+        Listed key = { .name = name }, *k = &key, **p;
+
+        p = bsearch(&k, au->by_name, au->n_listed, sizeof(void *), cmp_listed_name);
+        return p ? *p : NULL;
+}
+
+static void print_line(const Audit *au, const char *name, const char *status, const char *hex, const char *expected,
+                       const char *from, const char *error)
+{
+        const AuditOptions *o = au->o;
+
+        if (o->json) {
+                fputs("{\"name\":", stdout);
+                (void)output_write_json_string(stdout, name);
+                printf(",\"status\":\"%s\",\"algorithm\":\"%s\"", status, hash_algo_to_string(au->algo));
+                printf(",\"digest\":%s%s%s", hex ? "\"" : "", hex ?: "null", hex ? "\"" : "");
+                printf(",\"expected\":%s%s%s", expected ? "\"" : "", expected ?: "null", expected ? "\"" : "");
+                if (from) {
+                        fputs(",\"from\":", stdout);
+                        (void)output_write_json_string(stdout, from);
+                }
+                if (error) {
+                        fputs(",\"error\":", stdout);
+                        (void)output_write_json_string(stdout, error);
+                }
+                fputs("}\n", stdout);
+                return;
+        }
+        if (o->status || (o->quiet && streq(status, "ok")))
+                return;
+        (void)output_write_check_name(stdout, name);
+        printf(": %s", status);
+        if (from) {
+                fputs(" from ", stdout);
+                (void)output_write_check_name(stdout, from);
+        }
+        putchar('\n');
+}
+
+static int audit_next(void *userdata, RunItem *ret)
+{
+        Audit *au = userdata;
+        WalkEntry e;
+        int r;
+
+        for (;;) {
+                const char *name;
+
+                r = walk_next(au->walk, &e);
+                if (r < 0)
+                        warn("cannot list files: %s", strerror(-r));
+                if (r <= 0)
+                        return r;
+                name = strlen(e.path) > au->prefix ? e.path + au->prefix : e.path;
+                if (au->manifest_rel && streq(name, au->manifest_rel))
+                        continue; /* the manifest is not part of what it lists */
+                *ret = (RunItem){ .name = name, .path = e.path, .algo = au->algo, .error = e.error, .note = e.note };
+                return 1;
+        }
+}
+
+static void audit_result(const RunItem *item, const RunResult *r, void *userdata)
+{
+        Audit *au = userdata;
+        Listed *l;
+        Found *f;
+
+        if (r->status == RUN_SKIPPED) {
+                _cleanup_free_ char *q = NULL;
+
+                if (!au->o->status && output_quote(item->name, &q) >= 0)
+                        warn("%s: skipped: %s", q, item->note);
+                return;
+        }
+        l = find_name(au, item->name);
+        if (r->status != RUN_OK) {
+                const char *why = r->message ?: run_result_reason(r);
+                _cleanup_free_ char *q = NULL;
+
+                au->unreadable++;
+                if (l)
+                        l->seen = true; /* there, but unreadable: not missing */
+                if (output_quote(item->name, &q) >= 0)
+                        warn("%s: %s", q, why);
+                if (au->o->json)
+                        print_line(au, item->name, "unreadable", NULL, l ? l->hex : NULL, NULL, why);
+                return;
+        }
+        if (au->n_found == au->alloc_found) {
+                size_t n = MAX(au->alloc_found * 2, (size_t)64);
+                Found *p = reallocarray(au->found, n, sizeof(*p));
+
+                if (!p) {
+                        warn("Out of memory.");
+                        exit(CTL_EXIT_FAILED);
+                }
+                au->found = p;
+                au->alloc_found = n;
+        }
+        f = &au->found[au->n_found];
+        *f = (Found){ .name = strdup(item->name), .listed = l != NULL };
+        if (!f->name) {
+                warn("Out of memory.");
+                exit(CTL_EXIT_FAILED);
+        }
+        au->n_found++;
+        memcpy(f->hex, r->hex, sizeof(f->hex));
+        if (!l)
+                return; /* new or moved: known once the walk is over */
+        l->seen = true;
+        if (streq(l->hex, r->hex)) {
+                au->ok++;
+                print_line(au, item->name, "ok", r->hex, l->hex, NULL, NULL);
+        } else {
+                au->changed++;
+                print_line(au, item->name, "changed", r->hex, l->hex, NULL, NULL);
+        }
+}
+
+/* After the walk: new files whose digest a missing one had are moved from it. */
+static int audit_finish(Audit *au)
+{
+        _cleanup_free_ Listed **gone = NULL;
+        size_t n_gone = 0;
+
+        gone = calloc(au->n_listed + 1, sizeof(void *));
+        if (!gone)
+                return -ENOMEM;
+        for (size_t i = 0; i < au->n_listed; i++)
+                if (!au->listed[i].seen)
+                        gone[n_gone++] = &au->listed[i];
+        qsort(gone, n_gone, sizeof(void *), cmp_listed_hex);
+
+        for (size_t i = 0; i < au->n_found; i++) {
+                Found *f = &au->found[i];
+                Listed key = { .hex = f->hex }, *k = &key, **p;
+
+                if (f->listed)
+                        continue;
+                p = bsearch(&k, gone, n_gone, sizeof(void *), cmp_listed_hex);
+                /* Several missing files with this digest: the first of them not taken yet. */
+                while (p && p > gone && streq((*(p - 1))->hex, f->hex))
+                        p--;
+                while (p && p < gone + n_gone && streq((*p)->hex, f->hex) && (*p)->moved)
+                        p++;
+                if (p && p < gone + n_gone && streq((*p)->hex, f->hex)) {
+                        (*p)->moved = true;
+                        au->moved++;
+                        print_line(au, f->name, "moved", f->hex, (*p)->hex, (*p)->name, NULL);
+                } else {
+                        au->added++;
+                        print_line(au, f->name, "new", f->hex, NULL, NULL, NULL);
+                }
+        }
+        for (size_t i = 0; i < au->n_listed; i++) {
+                Listed *l = &au->listed[i];
+
+                if (l->seen || l->moved)
+                        continue;
+                au->missing++;
+                print_line(au, l->name, "missing", NULL, l->hex, NULL, NULL);
+        }
+        return 0;
+}
+
+/* The manifest anew from what was found, in walk order, written beside it and renamed over it. */
+static int audit_update(const Audit *au, const char *manifest, bool dot, bool tagged)
+{
+        _cleanup_free_ char *tmp = NULL;
+        struct stat st;
+        FILE *f;
+        int fd, r = 0;
+
+        if (asprintf(&tmp, "%s.XXXXXX", manifest) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (stat(manifest, &st) == 0)
+                (void)fchmod(fd, st.st_mode & 07777);
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                (void)close(fd);
+                (void)unlink(tmp);
+                return r;
+        }
+        for (size_t i = 0; r >= 0 && i < au->n_found; i++) {
+                _cleanup_free_ char *name = NULL;
+
+                if (asprintf(&name, "%s%s", dot ? "./" : "", au->found[i].name) < 0)
+                        r = -ENOMEM;
+                else
+                        r = output_write_digest(f, tagged ? OUTPUT_TAGGED : OUTPUT_UNTAGGED, false, au->algo, name,
+                                                au->found[i].hex);
+        }
+        if (r >= 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
+                r = -errno;
+        if (fclose(f) != 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, manifest) < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlink(tmp);
+        return r;
+}
+
+/* The manifest's name relative to dir if it lies in dir, so that the walk leaves it out. */
+static char *manifest_within(const char *manifest, const char *dir)
+{
+        _cleanup_free_ char *m = realpath(manifest, NULL), *d = realpath(dir, NULL);
+        size_t n;
+
+        if (!m || !d)
+                return NULL;
+        n = strlen(d);
+        if (n == 1)
+                n = 0; /* "/" */
+        if (strncmp(m, d, n) != 0 || m[n] != '/')
+                return NULL;
+        return strdup(m + n + 1);
+}
+
+int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
+{
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_(walk_freep) Walk *w = NULL;
+        _cleanup_free_ char *buf = NULL, *q = NULL;
+        char *args[] = { (char *)dir };
+        const WalkOptions wo = { .recursive = true };
+        Audit au = { .o = o, .algo = _HASH_ALGO_INVALID };
+        struct stat st;
+        size_t size = 0;
+        bool dot = false, tagged = false;
+        int r, ret = CTL_EXIT_FAILED;
+
+        if (output_quote(manifest, &q) < 0) {
+                warn("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        if (stat(dir, &st) < 0) {
+                warn("audit: %s: %m", dir);
+                return CTL_EXIT_FAILED;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                warn("audit: %s: %s", dir, strerror(ENOTDIR));
+                return CTL_EXIT_FAILED;
+        }
+        r = manifest_read(manifest, &buf, &size);
+        if (r < 0) {
+                warn("%s: %s", q, strerror(-r));
+                return CTL_EXIT_FAILED;
+        }
+        r = manifest_parse_hinted(buf, size, o->algo, manifest_algo_from_filename(manifest), false, &m);
+        if (r < 0) {
+                warn("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        if (m->n_entries == 0) {
+                warn("%s: no properly formatted checksum lines found", q);
+                return CTL_EXIT_FAILED;
+        }
+        if (m->n_bad > 0)
+                warn("%s: %zu improperly formatted %s left out", q, m->n_bad, m->n_bad == 1 ? "line" : "lines");
+        au.algo = m->entries[0].algo;
+        for (size_t i = 1; i < m->n_entries; i++)
+                if (m->entries[i].algo != au.algo) {
+                        warn("%s: line %u is %s, line %u %s: an audit compares digests of one algorithm", q,
+                             m->entries[0].line, hash_algo_to_string(au.algo), m->entries[i].line,
+                             hash_algo_to_string(m->entries[i].algo));
+                        return CTL_EXIT_FAILED;
+                }
+        dot = strncmp(m->entries[0].name, "./", 2) == 0;
+        tagged = m->entries[0].tagged;
+
+        au.n_listed = m->n_entries;
+        au.listed = calloc(au.n_listed, sizeof(*au.listed));
+        au.by_name = calloc(au.n_listed, sizeof(void *));
+        if (!au.listed || !au.by_name) {
+                warn("Out of memory.");
+                goto finish;
+        }
+        for (size_t i = 0; i < au.n_listed; i++) {
+                au.listed[i] = (Listed){ .name = strip_dot(m->entries[i].name), .hex = m->entries[i].hex };
+                au.by_name[i] = &au.listed[i];
+        }
+        qsort(au.by_name, au.n_listed, sizeof(void *), cmp_listed_name);
+        for (size_t i = 1; i < au.n_listed; i++)
+                if (streq(au.by_name[i - 1]->name, au.by_name[i]->name)) {
+                        _cleanup_free_ char *qn = NULL;
+
+                        (void)output_quote(au.by_name[i]->name, &qn);
+                        warn("%s: %s is listed twice", q, qn ?: au.by_name[i]->name);
+                        goto finish;
+                }
+
+        au.manifest_rel = manifest_within(manifest, dir);
+        au.prefix = strlen(dir) + (dir[strlen(dir) - 1] == '/' ? 0 : 1);
+        r = walk_new(args, 1, &wo, &w);
+        if (r < 0) {
+                warn("cannot list files: %s", strerror(-r));
+                goto finish;
+        }
+        au.walk = w;
+
+        RunSource source = { .next = audit_next, .userdata = &au };
+        r = o->run(&source, audit_result, &au, o->run_ctx);
+        if (r < 0)
+                goto finish;
+        r = audit_finish(&au);
+        if (r < 0) {
+                warn("Out of memory.");
+                goto finish;
+        }
+
+        if (o->json) {
+                fputs("{\"summary\":true,\"manifest\":", stdout);
+                (void)output_write_json_string(stdout, manifest);
+                printf(",\"ok\":%zu,\"changed\":%zu,\"missing\":%zu,\"new\":%zu,\"moved\":%zu,\"unreadable\":%zu}\n",
+                       au.ok, au.changed, au.missing, au.added, au.moved, au.unreadable);
+        }
+        else if (!o->status)
+                warn("audit: %zu ok, %zu changed, %zu missing, %zu new, %zu moved%s", au.ok, au.changed, au.missing,
+                     au.added, au.moved, au.unreadable ? ", some unreadable" : "");
+        ret = au.changed + au.missing + au.added + au.moved + au.unreadable > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+
+        if (o->update) {
+                if (au.unreadable > 0) {
+                        warn("%s: not updated: %zu %s could not be read", q, au.unreadable,
+                             au.unreadable == 1 ? "file" : "files");
+                        ret = CTL_EXIT_FAILED;
+                } else {
+                        r = audit_update(&au, manifest, dot, tagged);
+                        if (r < 0) {
+                                warn("%s: cannot update: %s", q, strerror(-r));
+                                ret = CTL_EXIT_FAILED;
+                        }
+                }
+        }
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+                warn("write error: %m");
+                ret = CTL_EXIT_FAILED;
+        }
+finish:
+        for (size_t i = 0; i < au.n_found; i++)
+                free(au.found[i].name);
+        free(au.found);
+        free(au.listed);
+        free(au.by_name);
+        free(au.manifest_rel);
+        return ret;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* audit.h: fhashctl audit: a directory against a manifest: ok, changed, missing, new, moved */
+#pragma once
+
+#include <stdbool.h>
+
+#include "ctl/runner.h"
+#include "hash/algo.h"
+
+/* Hashes a source's items (in-process or through fhashd, as the command line says); returns 0 or
+ * -errno after saying why. */
+typedef int (*AuditRunFn)(const RunSource *source, RunResultFn fn, void *userdata, void *ctx);
+
+typedef struct AuditOptions {
+        HashAlgo algo;       /* -a: the algorithm of untagged lines; _HASH_ALGO_INVALID: as check reads them */
+        bool json;           /* one object per file, then a summary object */
+        bool quiet;          /* no "NAME: ok" lines */
+        bool status;         /* no lines at all: the exit code says it */
+        bool update;         /* write the manifest anew from what was found (rename over) */
+        AuditRunFn run;
+        void *run_ctx;
+} AuditOptions;
+
+/*
+ * Walks dir (its regular files, depth-first, sorted, as hash -r) and compares with the manifest,
+ * whose names are relative to dir (a leading "./" is ignored; the manifest itself is left out if it
+ * lies in dir). Each file found is "ok" or "changed" if the manifest lists it, else "new"; a new file
+ * whose digest is that of a listed file not found is "moved" from it instead, and the listed files
+ * left are "missing". Lines: files in walk order as they are hashed (ok, changed), then new and moved
+ * ones in walk order, then missing ones in manifest order; a summary on stderr. Returns the exit
+ * code: 0 when every file is ok, 1 when anything is not (or could not be read), 2 for usage errors.
+ */
+int audit_run(const char *manifest, const char *dir, const AuditOptions *o);
