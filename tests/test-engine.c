@@ -499,11 +499,79 @@ static void test_params(void **state)
         th_rm_rf(dir);
 }
 
+/* Several algorithms in one read: each result is the set's digests joined, as each alone gives,
+ * whichever way the file is read (BLAKE3 big enough for pieces is hashed whole in a set). */
+static void test_algos(void **state)
+{
+        static const uint64_t sizes[] = { 0, 1000, 65536 + 5, 3 * SLOT + 17 };
+        static const EngineReadStrategy strategies[] = { ENGINE_READ_AUTO, ENGINE_READ_BUFFERED,
+                                                         ENGINE_READ_MMAP, ENGINE_READ_DIRECT };
+        static const char *const sets[] = { "sha256,blake3", "blake3,xxh3,md5,sha512", "crc32c,sha1",
+                                            "xxh128,blake2b,sha3-256" };
+        _cleanup_free_ char *dir = th_mkdtemp("engine-algos");
+        char *paths[ELEMENTSOF(sizes)];
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
+        EngineJob *j = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/f%zu", dir, i) > 0);
+                assert_int_equal(th_write_random_file(paths[i], sizes[i], (uint32_t)i + 190), 0);
+        }
+        for (size_t k = 0; k < ELEMENTSOF(sets) * ELEMENTSOF(strategies); k++) {
+                HashAlgoSet set;
+                EngineJobOptions o = { .algos = &set, .strategy = strategies[k % ELEMENTSOF(strategies)] };
+                Collector c;
+
+                assert_int_equal(hash_algo_set_parse(sets[k / ELEMENTSOF(strategies)], &set), 0);
+                collector_init(&c, ELEMENTSOF(sizes));
+                assert_int_equal(engine_job_new(e, set.algos[0], &o, &j), 0);
+                assert_int_equal(engine_job_get_algos(j)->n, set.n);
+                for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                        assert_int_equal(engine_job_add_path(j, paths[i]), (int)i);
+                assert_int_equal(engine_job_start(j, &test_callbacks, &c), 0);
+                wait_job(e, &c, 60 * 1000000ull);
+                assert_int_equal(c.job_result, ENGINE_JOB_DONE);
+                for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                        uint8_t want[HASH_SET_DIGEST_MAX];
+                        size_t n, off = 0;
+                        _cleanup_free_ uint8_t *data = read_whole(paths[i], &n);
+
+                        for (unsigned a = 0; a < set.n; a++) {
+                                assert_int_equal(hash_oneshot(set.algos[a], data, n, want + off), 0);
+                                off += hash_algo_digest_size(set.algos[a]);
+                        }
+                        assert_int_equal(c.results[i].status, ENGINE_FILE_OK);
+                        assert_int_equal(c.results[i].digest_size, hash_algo_set_digest_size(&set));
+                        assert_int_equal(c.results[i].digest_size, off);
+                        assert_false(c.results[i].parallel);
+                        if (memcmp(c.results[i].digest, want, off) != 0)
+                                fail_msg("%s, strategy %zu, file of %" PRIu64 " bytes: digests differ",
+                                         sets[k / ELEMENTSOF(strategies)], k % ELEMENTSOF(strategies), sizes[i]);
+                }
+                engine_job_unref(j);
+                collector_done(&c);
+        }
+
+        /* A set that does not start with the job's algorithm, or with parameters, is refused. */
+        HashAlgoSet set;
+        HashParams p = { .out_len = 16 };
+        EngineJobOptions o = { .algos = &set };
+        assert_int_equal(hash_algo_set_parse("sha256,blake3", &set), 0);
+        assert_int_equal(engine_job_new(e, HASH_BLAKE3, &o, &j), -EINVAL);
+        o.params = &p;
+        assert_int_equal(engine_job_new(e, HASH_SHA256, &o, &j), -EINVAL);
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                free(paths[i]);
+        engine_free(e);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_empty_job_and_bad_args),
                 cmocka_unit_test(test_params),
+                cmocka_unit_test(test_algos),
                 cmocka_unit_test(test_sizes_auto),
                 cmocka_unit_test(test_sizes_uring_plain),
                 cmocka_unit_test(test_sizes_pread),

@@ -405,10 +405,50 @@ static void test_params(void **state)
         assert_int_equal(len, 99);
 }
 
+static void test_algo_set(void **state)
+{
+        HashAlgoSet set = { 0 };
+        char buf[HASH_SET_NAMES_MAX];
+
+        assert_int_equal(hash_algo_set_parse("sha256", &set), 0);
+        assert_int_equal(set.n, 1);
+        assert_int_equal(set.algos[0], HASH_SHA256);
+        assert_int_equal(hash_algo_set_parse("sha256,blake3,xxh3", &set), 0);
+        assert_int_equal(set.n, 3);
+        assert_int_equal(set.algos[1], HASH_BLAKE3);
+        assert_int_equal(set.algos[2], HASH_XXH3);
+        assert_true(hash_algo_set_contains(&set, HASH_BLAKE3));
+        assert_false(hash_algo_set_contains(&set, HASH_MD5));
+        assert_int_equal(hash_algo_set_digest_size(&set), 32 + 32 + 8);
+        assert_string_equal(hash_algo_set_format(&set, buf, sizeof(buf)), "sha256,blake3,xxh3");
+        assert_null(hash_algo_set_format(&set, buf, 10)); /* does not fit */
+
+        /* The longest names, as many as a set takes, fit HASH_SET_NAMES_MAX. */
+        assert_int_equal(hash_algo_set_parse("sha3-512,sha3-384,sha3-256,blake2b", &set), 0);
+        assert_non_null(hash_algo_set_format(&set, buf, sizeof(buf)));
+        assert_int_equal(hash_algo_set_digest_size(&set), 64 + 48 + 32 + 64);
+
+        /* Whatever fails leaves *ret alone. */
+        set = HASH_ALGO_SET_ONE(HASH_MD5);
+        assert_int_equal(hash_algo_set_parse("sha256,nosuch", &set), -EINVAL);
+        assert_int_equal(hash_algo_set_parse("", &set), -EINVAL);
+        assert_int_equal(hash_algo_set_parse("sha256,", &set), -EINVAL);
+        assert_int_equal(hash_algo_set_parse(",sha256", &set), -EINVAL);
+        assert_int_equal(hash_algo_set_parse("sha256,,md5", &set), -EINVAL);
+        assert_int_equal(hash_algo_set_parse(NULL, &set), -EINVAL);
+        assert_int_equal(hash_algo_set_parse("md5,sha1,md5", &set), -ENOTUNIQ);
+        assert_int_equal(hash_algo_set_parse("md5,sha1,sha256,sha512,blake3", &set), -E2BIG);
+        assert_int_equal(set.n, 1);
+        assert_int_equal(set.algos[0], HASH_MD5);
+        assert_int_equal(hash_algo_set_digest_size(&(HashAlgoSet){ 0 }), 0);
+        assert_null(hash_algo_set_format(&(HashAlgoSet){ 0 }, buf, sizeof(buf)));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_params),
+                cmocka_unit_test(test_algo_set),
                 cmocka_unit_test(test_blake2_lengths),
                 cmocka_unit_test(test_kat_blake3_modes),
                 cmocka_unit_test(test_key_wipe),

@@ -56,6 +56,7 @@ struct EngineJob {
         _Atomic unsigned n_ref;
         Engine *engine;
         HashAlgo algo;
+        HashAlgoSet algos;         /* algo first; options.algos points here */
         EngineJobOptions options;  /* .params points to params below, or is NULL */
         HashParams params;         /* a copy of the caller's; the key is wiped when the job is freed */
         char *context;             /* params.context's copy */

@@ -216,8 +216,11 @@ Engine *engine_free(Engine *e)
         free(e->dispatching);
         ioring_free(e->ring);
         sched_free_all(e);
-        for (unsigned i = 0; e->slots && i < e->n_slots; i++)
+        for (unsigned i = 0; e->slots && i < e->n_slots; i++) {
                 hash_ctx_free(e->slots[i].ctx);
+                for (unsigned k = 0; k < ELEMENTSOF(e->slots[i].ctx_more); k++)
+                        hash_ctx_free(e->slots[i].ctx_more[k]);
+        }
         free(e->slots);
         free(e->bufs);
         free(e->workers);

@@ -164,7 +164,7 @@ typedef struct EngineFileResult {
         int error;                 /* -errno when status == ENGINE_FILE_ERROR, else 0 */
         uint64_t size;             /* bytes hashed (for CHANGED: bytes read) */
         size_t digest_size;        /* 0 unless status == ENGINE_FILE_OK */
-        uint8_t digest[HASH_DIGEST_MAX];
+        uint8_t digest[HASH_SET_DIGEST_MAX];  /* a set's digests joined (EngineJobOptions.algos) */
         EngineReadStrategy strategy;  /* how the file was read: BUFFERED, MMAP or DIRECT */
         bool parallel;             /* hashed in pieces on several workers (BLAKE3 tree) */
         /* What stat said at the start and at the end, for CHANGED (both zero if never known). */
@@ -207,6 +207,11 @@ typedef struct EngineJobOptions {
          * plain digest. engine_job_new() checks it against the algorithm and copies it (the key and
          * the context too): the caller may wipe its own at once. */
         const HashParams *params;
+        /* Several algorithms in one read of each file: NULL (or a set of one) hashes with the job's
+         * algorithm alone; otherwise a set whose first is that algorithm, and each result's digest
+         * is the set's digests joined (see HashAlgoSet), digest_size their sum. Not with params
+         * (-EINVAL). BLAKE3 in a set is hashed on one worker like the others. Copied. */
+        const HashAlgoSet *algos;
 } EngineJobOptions;
 
 /*
@@ -283,5 +288,7 @@ typedef struct EngineJobProgress {
 void engine_job_get_progress(EngineJob *j, EngineJobProgress *ret);
 size_t engine_job_get_n_inputs(EngineJob *j);
 HashAlgo engine_job_get_algo(EngineJob *j);
+/* The job's algorithms (a set of one unless EngineJobOptions.algos said more). */
+const HashAlgoSet *engine_job_get_algos(EngineJob *j);
 bool engine_job_is_finished(EngineJob *j);
 

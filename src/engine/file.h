@@ -111,9 +111,10 @@ struct FileSlot {
         /* Worker side. */
         bool map_fault;             /* SIGBUS in the mapping: the file shrank while being hashed */
         HashCtx *ctx;
+        HashCtx *ctx_more[HASH_SET_MAX - 1];  /* a set's other algorithms: made when first needed */
         uint64_t hashed;
         size_t digest_size;
-        uint8_t digest[HASH_DIGEST_MAX];
+        uint8_t digest[HASH_SET_DIGEST_MAX];
 
         /* Linked open/read/close chain (linked.c): the file is in direct slot `slot index` of the
          * ring's file table, never an fd; stx is statx(path) from before the chain, stx_after the one

@@ -21,9 +21,21 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
         atomic_init(&j->n_ref, 1);
         j->engine = e;
         j->algo = algo;
+        j->algos = HASH_ALGO_SET_ONE(algo);
         if (options)
                 j->options = *options;
         j->options.params = NULL;
+        j->options.algos = &j->algos;
+        if (options && options->algos && options->algos->n > 1) {
+                const HashAlgoSet *set = options->algos;
+
+                if (set->n > HASH_SET_MAX || set->algos[0] != algo || options->params ||
+                    hash_algo_set_digest_size(set) == 0) {
+                        free(j);
+                        return -EINVAL;
+                }
+                j->algos = *set;
+        }
         if (options && options->params) {
                 int r = hash_params_check(algo, options->params);
 
@@ -260,6 +272,11 @@ size_t engine_job_get_n_inputs(EngineJob *j)
 HashAlgo engine_job_get_algo(EngineJob *j)
 {
         return j->algo;
+}
+
+const HashAlgoSet *engine_job_get_algos(EngineJob *j)
+{
+        return &j->algos;
 }
 
 bool engine_job_is_finished(EngineJob *j)

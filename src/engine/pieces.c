@@ -13,7 +13,7 @@ void file_choose_parallel(Engine *e, FileSlot *f)
 {
         uint64_t p = f->chunk;
 
-        if (f->algo != HASH_BLAKE3 || e->n_workers < 2 || f->size <= p || (p & (p - 1)) != 0 ||
+        if (f->algo != HASH_BLAKE3 || f->job->algos.n > 1 || e->n_workers < 2 || f->size <= p || (p & (p - 1)) != 0 ||
             p % BLAKE3_CHUNK_LEN != 0)
                 return;
         f->merge = malloc(sizeof(Blake3Merge));

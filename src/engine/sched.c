@@ -3,6 +3,7 @@
  * others wait; new jobs, cancels and closes from the consumer */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
@@ -275,6 +276,15 @@ static EngineJob *sched_pick(Engine *e)
         return room && first ? group_front(e, first) : NULL;
 }
 
+/* Makes sure the slot has n extra hash contexts; false when out of memory. */
+static bool slot_more_contexts(FileSlot *f, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++)
+                if (!f->ctx_more[i] && hash_ctx_new(&f->ctx_more[i]) < 0)
+                        return false;
+        return true;
+}
+
 /* Starts opening inputs while the scheduler gives slots. */
 bool open_more(Engine *e)
 {
@@ -284,14 +294,20 @@ bool open_more(Engine *e)
         while ((j = sched_pick(e))) {
                 ShareGroup *g = j->group;
                 FileSlot *f = e->free_slots;
-                HashCtx *ctx = f->ctx;
+                HashCtx *ctx = f->ctx, *more[ELEMENTSOF(f->ctx_more)];
 
                 if (!ctx && hash_ctx_new(&ctx) < 0)
                         break; /* out of memory: try again when a slot comes back */
+                f->ctx = ctx;
+                /* A set's other algorithms get contexts of their own, kept with the slot. */
+                if (!slot_more_contexts(f, j->algos.n - 1))
+                        break;
+                memcpy(more, f->ctx_more, sizeof(more));
                 e->free_slots = f->next;
                 *f = (FileSlot){ .job = j, .input = j->next_input, .algo = j->algo, .state = FILE_OPENING,
                                  .fd = -EBADF, .status = ENGINE_FILE_OK, .ctx = ctx, .chunk = e->buffer_size,
                                  .group = g, .progress_usec = e->now };
+                memcpy(f->ctx_more, more, sizeof(more));
                 atomic_store_explicit(&f->parts, 1, memory_order_relaxed);
                 open_list_add(e, f);
                 sched_charge_file(e, f);

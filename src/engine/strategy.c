@@ -23,6 +23,13 @@ static bool algo_outruns_copy(HashAlgo a)
         return a == HASH_XXH3 || a == HASH_XXH128 || a == HASH_CRC32C;
 }
 
+/* A set outruns the copy only if all its algorithms together do: one of them is enough to make
+ * the hashing, not the copy, what a read waits for. */
+static bool algos_outrun_copy(const HashAlgoSet *set)
+{
+        return set->n == 1 && algo_outruns_copy(set->algos[0]);
+}
+
 /* Picks how a regular file is read (see EngineReadStrategy): one cachestat per file above
  * ENGINE_PROBE_MIN, then the chosen strategy's setup; BUFFERED when that refuses. */
 void file_choose_strategy(Engine *e, FileSlot *f)
@@ -45,7 +52,7 @@ void file_choose_strategy(Engine *e, FileSlot *f)
 
         /* A mapping of a partly cached file would fault the rest in: not cache-neutral. */
         if ((want == ENGINE_READ_MMAP && (!dontcache || all_cached)) ||
-            (want == ENGINE_READ_AUTO && all_cached && f->size >= ENGINE_MAP_MIN && !algo_outruns_copy(f->algo))) {
+            (want == ENGINE_READ_AUTO && all_cached && f->size >= ENGINE_MAP_MIN && !algos_outrun_copy(&f->job->algos))) {
                 if (read_mmap_ops.setup(e, f)) {
                         f->strategy = ENGINE_READ_MMAP;
                         return;

@@ -21,8 +21,30 @@ static void worker_return(Worker *w, const ReturnItem *it)
                 (void)!write(w->engine->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
+/* The file's contexts: its algorithm's, then a set's others (EngineJobOptions.algos). */
+static unsigned file_contexts(const FileSlot *f, HashCtx *ret[static HASH_SET_MAX])
+{
+        unsigned n = f->job->algos.n;
+
+        ret[0] = f->ctx;
+        for (unsigned i = 1; i < n; i++)
+                ret[i] = f->ctx_more[i - 1];
+        return n;
+}
+
+/* Each algorithm of the set over the same bytes, one after the other: a buffer (1 MiB at most) is
+ * still in the core's cache for the next. */
+static void file_update(const FileSlot *f, const void *p, size_t len)
+{
+        HashCtx *ctx[HASH_SET_MAX];
+        unsigned n = file_contexts(f, ctx);
+
+        for (unsigned i = 0; i < n; i++)
+                (void)hash_ctx_update(ctx[i], p, len);
+}
+
 typedef struct MappedUpdate {
-        HashCtx *ctx;
+        const FileSlot *f;
         const uint8_t *p;
         size_t len;
 } MappedUpdate;
@@ -31,16 +53,40 @@ static void mapped_update(void *userdata)
 {
         MappedUpdate *u = userdata;
 
-        (void)hash_ctx_update(u->ctx, u->p, u->len);
+        file_update(u->f, u->p, u->len);
 }
 
 /* Hashes a window of a file mapping. A file truncated meanwhile raises SIGBUS past its new end; the
  * guard turns that into a failed file instead of a dead process. */
-static bool hash_mapped(HashCtx *ctx, const uint8_t *p, size_t len)
+static bool hash_mapped(const FileSlot *f, const uint8_t *p, size_t len)
 {
-        MappedUpdate u = { .ctx = ctx, .p = p, .len = len };
+        MappedUpdate u = { .f = f, .p = p, .len = len };
 
         return mapguard_run(p, len, mapped_update, &u) >= 0;
+}
+
+static void file_init(FileSlot *f)
+{
+        HashCtx *ctx[HASH_SET_MAX];
+        unsigned n = file_contexts(f, ctx);
+
+        /* A set has no parameters (engine_job_new() refuses them). */
+        (void)hash_ctx_init_params(ctx[0], f->algo, f->job->options.params);
+        for (unsigned i = 1; i < n; i++)
+                (void)hash_ctx_init(ctx[i], f->job->algos.algos[i]);
+}
+
+static void file_final(FileSlot *f)
+{
+        HashCtx *ctx[HASH_SET_MAX];
+        unsigned n = file_contexts(f, ctx);
+        size_t off = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                (void)hash_ctx_final(ctx[i], f->digest + off);
+                off += hash_ctx_digest_size(ctx[i]);
+        }
+        f->digest_size = off;
 }
 
 typedef struct PieceUpdate {
@@ -97,20 +143,20 @@ static void worker_handle(Worker *w, const WorkItem *it)
                 f->hashed = 0;
                 f->digest_size = 0;
                 f->map_fault = false;
-                (void)hash_ctx_init_params(f->ctx, f->algo, j->options.params);
+                file_init(f);
         }
 
         if (f->map_fault)
                 skip = true; /* the mapping faulted: the digest is void, the file ends CHANGED */
 
         if (it->buf) {
-                if (!skip && it->buf->mapped && !hash_mapped(f->ctx, it->buf->view, it->len)) {
+                if (!skip && it->buf->mapped && !hash_mapped(f, it->buf->view, it->len)) {
                         f->map_fault = true;
                         skip = true;
                 }
                 if (!skip) {
                         if (!it->buf->mapped)
-                                (void)hash_ctx_update(f->ctx, it->buf->view, it->len);
+                                file_update(f, it->buf->view, it->len);
                         f->hashed += it->len;
                         atomic_fetch_add_explicit(&j->bytes_done, it->len, memory_order_relaxed);
                         atomic_fetch_add_explicit(&e->bytes_hashed, it->len, memory_order_relaxed);
@@ -119,10 +165,8 @@ static void worker_handle(Worker *w, const WorkItem *it)
                 worker_return(w, &(ReturnItem){ .buf = it->buf });
         }
 
-        if (it->flags & WORK_LAST && !skip) {
-                (void)hash_ctx_final(f->ctx, f->digest);
-                f->digest_size = hash_params_digest_size(f->algo, j->options.params);
-        }
+        if (it->flags & WORK_LAST && !skip)
+                file_final(f);
         if (it->flags & (WORK_LAST | WORK_ABORT))
                 engine_file_release(e, f, w);
 

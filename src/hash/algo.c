@@ -205,3 +205,79 @@ const char *hash_algo_list(void)
         (void)pthread_once(&algo_list_once, algo_list_build);
         return algo_list;
 }
+
+int hash_algo_set_parse(const char *s, HashAlgoSet *ret)
+{
+        HashAlgoSet set = { 0 };
+
+        if (!s || !ret)
+                return -EINVAL;
+        for (const char *p = s;;) {
+                size_t n = strcspn(p, ",");
+                char name[32];
+                HashAlgo a;
+
+                if (n == 0 || n >= sizeof(name))
+                        return -EINVAL;
+                memcpy(name, p, n);
+                name[n] = '\0';
+                a = hash_algo_from_string(name);
+                if (a < 0)
+                        return -EINVAL;
+                if (hash_algo_set_contains(&set, a))
+                        return -ENOTUNIQ;
+                if (set.n == HASH_SET_MAX)
+                        return -E2BIG;
+                set.algos[set.n++] = a;
+                if (p[n] == '\0')
+                        break;
+                p += n + 1;
+        }
+        *ret = set;
+        return 0;
+}
+
+static bool set_valid(const HashAlgoSet *set)
+{
+        if (!set || set->n == 0 || set->n > HASH_SET_MAX)
+                return false;
+        for (unsigned i = 0; i < set->n; i++)
+                if (!algo_valid(set->algos[i]))
+                        return false;
+        return true;
+}
+
+const char *hash_algo_set_format(const HashAlgoSet *set, char *buf, size_t n)
+{
+        size_t len = 0;
+
+        if (!set_valid(set) || !buf)
+                return NULL;
+        for (unsigned i = 0; i < set->n; i++) {
+                int k = snprintf(buf + len, n - len, "%s%s", i > 0 ? "," : "", hash_algo_info[set->algos[i]].name);
+
+                if (k < 0 || (size_t)k >= n - len)
+                        return NULL;
+                len += (size_t)k;
+        }
+        return buf;
+}
+
+size_t hash_algo_set_digest_size(const HashAlgoSet *set)
+{
+        size_t sum = 0;
+
+        if (!set_valid(set))
+                return 0;
+        for (unsigned i = 0; i < set->n; i++)
+                sum += hash_algo_info[set->algos[i]].digest_size;
+        return sum;
+}
+
+bool hash_algo_set_contains(const HashAlgoSet *set, HashAlgo a)
+{
+        for (unsigned i = 0; set && i < set->n && i < HASH_SET_MAX; i++)
+                if (set->algos[i] == a)
+                        return true;
+        return false;
+}

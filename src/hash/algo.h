@@ -118,3 +118,33 @@ const char *hash_params_tag(HashAlgo a, const HashParams *p, char *buf, size_t n
 HashAlgo hash_params_from_tag(const char *s, size_t n, uint32_t *ret_out_len);
 /* Resets p to the defaults, wiping the key in a way the compiler cannot drop. */
 void hash_params_wipe(HashParams *p);
+
+/* Several algorithms hashed in one read of each file, as rhash and hashdeep do (fhashctl
+ * -a sha256,blake3; fhashd's algorithm argument "sha256,blake3"): distinct, in the order given, each
+ * with its default digest. At most HASH_SET_MAX: the read is shared but every algorithm costs its
+ * whole CPU time, so past a few, one pass stops paying for itself. Digests of a set travel joined:
+ * bytes one after the other in set order, hex digests separated by ','. */
+#define HASH_SET_MAX 4
+#define HASH_SET_DIGEST_MAX (HASH_DIGEST_MAX * HASH_SET_MAX)
+#define HASH_SET_HEX_MAX (HASH_SET_MAX * (HASH_DIGEST_MAX * 2 + 1))
+#define HASH_SET_NAMES_MAX 64 /* "sha3-512,blake2b,sha512,sha384" and the NUL fit */
+
+typedef struct HashAlgoSet {
+        unsigned n;
+        HashAlgo algos[HASH_SET_MAX];
+} HashAlgoSet;
+
+/* A set of one. */
+#define HASH_ALGO_SET_ONE(a) ((HashAlgoSet) { .n = 1, .algos = { (a) } })
+
+/* Parses "sha256" or "sha256,blake3" (the names of hash_algo_from_string()): 0, or -EINVAL for an
+ * unknown or empty name (NULL s too), -E2BIG for more than HASH_SET_MAX, -ENOTUNIQ for a name given
+ * twice. */
+int hash_algo_set_parse(const char *s, HashAlgoSet *ret);
+/* "sha256,blake3" into buf of n bytes (HASH_SET_NAMES_MAX is always enough); buf, or NULL for an
+ * empty or invalid set. */
+const char *hash_algo_set_format(const HashAlgoSet *set, char *buf, size_t n);
+/* The joined digest's bytes: the sum of hash_algo_digest_size(); 0 for an empty or invalid set. */
+size_t hash_algo_set_digest_size(const HashAlgoSet *set);
+/* Whether a is in the set. */
+bool hash_algo_set_contains(const HashAlgoSet *set, HashAlgo a);
