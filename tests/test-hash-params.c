@@ -442,6 +442,26 @@ static void test_algo_set(void **state)
         assert_int_equal(set.algos[0], HASH_MD5);
         assert_int_equal(hash_algo_set_digest_size(&(HashAlgoSet){ 0 }), 0);
         assert_null(hash_algo_set_format(&(HashAlgoSet){ 0 }, buf, sizeof(buf)));
+
+        /* Joined hex, both ways. */
+        char hex[HASH_SET_HEX_MAX];
+        uint8_t digest[HASH_SET_DIGEST_MAX];
+        assert_int_equal(hash_algo_set_parse("crc32c,xxh32,md5", &set), 0);
+        for (size_t i = 0; i < sizeof(digest); i++)
+                digest[i] = (uint8_t)i;
+        hash_set_to_hex(&set, digest, hex);
+        assert_string_equal(hex, "00010203,04050607,08090a0b0c0d0e0f1011121314151617");
+        assert_true(hash_set_hex_valid(&set, hex));
+        assert_true(hash_set_hex_valid(&set, "00010203,04050607,08090A0B0C0D0E0F1011121314151617"));
+        assert_false(hash_set_hex_valid(&set, "00010203,04050607"));
+        assert_false(hash_set_hex_valid(&set, "00010203,04050607,08090a0b0c0d0e0f1011121314151617,"));
+        assert_false(hash_set_hex_valid(&set, "00010203;04050607,08090a0b0c0d0e0f1011121314151617"));
+        assert_false(hash_set_hex_valid(&set, "0001020x,04050607,08090a0b0c0d0e0f1011121314151617"));
+        assert_false(hash_set_hex_valid(&set, "000102030405060708090a0b0c0d0e0f1011121314151617"));
+        assert_false(hash_set_hex_valid(&set, ""));
+        set = HASH_ALGO_SET_ONE(HASH_CRC32C);
+        assert_true(hash_set_hex_valid(&set, "00010203"));
+        assert_false(hash_set_hex_valid(&set, "00010203,"));
 }
 
 int main(void)

@@ -315,9 +315,11 @@ static int check_params(HashAlgo algo, const HashOptions *o, sd_bus_error *error
         return 0;
 }
 
-int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, const HashParams *job_params,
+int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet *algos, const HashParams *job_params,
                           unsigned allowed, HashOptions *ret, sd_bus_error *error)
 {
+        HashAlgo algo = algos->algos[0];
+        char names[HASH_SET_NAMES_MAX];
         HashOptions o = {};
         size_t digest_size;
         uint32_t length_bits = 0;
@@ -366,7 +368,9 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, con
                 if (bit == HASH_OPTION_NAMES)
                         r = read_variant_strv(m, key, n_inputs, FHASH_NAME_MAX, &o.names, error);
                 else if (bit == HASH_OPTION_EXPECTED)
-                        r = read_variant_strv(m, key, n_inputs, (size_t)2 * HASH_DIGEST_MAX, &o.expected, error);
+                        r = read_variant_strv(m, key, n_inputs,
+                                              algos->n > 1 ? (size_t)HASH_SET_HEX_MAX : (size_t)2 * HASH_DIGEST_MAX,
+                                              &o.expected, error);
                 else if (bit == HASH_OPTION_MAX_SIZE)
                         r = read_variant(m, key, "t", &o.max_size, error);
                 else if (bit == HASH_OPTION_DONTCACHE)
@@ -422,6 +426,13 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, con
         o.more = more;
         o.strategy = strategy ? engine_read_strategy_from_string(strategy) : ENGINE_READ_AUTO;
         o.has_params = o.params.out_len != 0 || o.params.keyed || o.params.context;
+        if (o.has_params && algos->n > 1) {
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                      "options: \"%s\" takes one algorithm, not %s",
+                                      o.params.out_len ? "length" : o.params.keyed ? "key" : "derive-key",
+                                      hash_algo_set_format(algos, names, sizeof(names)));
+                goto fail;
+        }
         if (o.has_params) {
                 r = check_params(algo, &o, error);
                 if (r < 0)
@@ -449,7 +460,13 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, con
                         /* "" means: no expectation for this input. */
                         if (e[0] == '\0')
                                 continue;
-                        if (strlen(e) != 2 * digest_size || hash_from_hex(e, buf, digest_size) < 0) {
+                        if (algos->n > 1 && !hash_set_hex_valid(algos, e)) {
+                                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                      "options: expected[%zu] is not the hex digests of %s joined by ','",
+                                                      i, hash_algo_set_format(algos, names, sizeof(names)));
+                                goto fail;
+                        }
+                        if (algos->n == 1 && (strlen(e) != 2 * digest_size || hash_from_hex(e, buf, digest_size) < 0)) {
                                 r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                       "options: expected[%zu] is not a %zu-digit hex %s digest",
                                                       i, 2 * digest_size, hash_algo_to_string(algo));
@@ -467,37 +484,42 @@ fail:
         return r;
 }
 
-int bus_read_algorithm(sd_bus_message *m, HashAlgo *ret, sd_bus_error *error)
+int bus_read_algorithm(sd_bus_message *m, HashAlgoSet *ret, sd_bus_error *error)
 {
         const char *s;
-        HashAlgo a;
         int r;
 
         r = sd_bus_message_read_basic(m, SD_BUS_TYPE_STRING, &s);
         if (r < 0)
                 return r;
-        a = hash_algo_from_string(s);
-        if (a < 0)
+        r = hash_algo_set_parse(s, ret);
+        if (r == -E2BIG)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "algorithm: unknown algorithm \"%.*s\" (known: %s)", bus_echo_len(s, 64), s,
-                                         hash_algo_list());
-        *ret = a;
+                                         "algorithm: at most %d algorithms in one job, not \"%.*s\"", HASH_SET_MAX,
+                                         bus_echo_len(s, 64), s);
+        if (r == -ENOTUNIQ)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "algorithm: \"%.*s\" names an algorithm twice", bus_echo_len(s, 64), s);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "algorithm: unknown algorithm \"%.*s\" (known: %s; several: a,b)",
+                                         bus_echo_len(s, 64), s, hash_algo_list());
         return 0;
 }
 
-int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgo *ret_algo,
+int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgoSet *ret_algos,
                                    HashOptions *ret, sd_bus_error *error)
 {
-        HashAlgo algo = _HASH_ALGO_INVALID;
+        HashAlgoSet algos = {};
         int r;
 
-        r = bus_read_algorithm(m, &algo, error);
+        r = bus_read_algorithm(m, &algos, error);
         if (r < 0)
                 return r;
-        r = bus_read_hash_options(m, n_inputs, algo, NULL, allowed, ret, error);
+        r = bus_read_hash_options(m, n_inputs, &algos, NULL, allowed, ret, error);
         if (r < 0)
                 return r;
-        *ret_algo = algo;
+        *ret_algos = algos;
         return 0;
 }
 

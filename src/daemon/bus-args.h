@@ -80,12 +80,14 @@ void hash_options_done(HashOptions *o);
  * type, is InvalidArgs naming the key. Then checks the arrays against n_inputs, the parameters
  * against algo, and the digests against algo with the parameters (job_params, an existing job's,
  * when the call cannot set them). */
-int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, HashAlgo algo, const HashParams *job_params,
+int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet *algos, const HashParams *job_params,
                           unsigned allowed, HashOptions *ret, sd_bus_error *error);
-/* Reads the "s" algorithm: InvalidArgs naming the known ones for an unknown one. */
-int bus_read_algorithm(sd_bus_message *m, HashAlgo *ret, sd_bus_error *error);
+/* Reads the "s" algorithm, one name or several separated by ',' ("sha256,blake3": each file is read
+ * once and hashed with each): InvalidArgs naming the known ones for an unknown one, and for too
+ * many or a repeated one. */
+int bus_read_algorithm(sd_bus_message *m, HashAlgoSet *ret, sd_bus_error *error);
 /* The tail of HashFds and HashPaths: the algorithm, then the options for it. */
-int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgo *ret_algo,
+int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgoSet *ret_algos,
                                    HashOptions *ret, sd_bus_error *error);
 
 /* One input of a Hash call, checked before it is added to a job. */

@@ -109,7 +109,9 @@ static int property_get_algorithm(sd_bus *bus, const char *path, const char *int
 {
         Job *j = userdata;
 
-        return sd_bus_message_append(reply, "s", hash_algo_to_string(j->algo));
+        char buf[HASH_SET_NAMES_MAX];
+
+        return sd_bus_message_append(reply, "s", hash_algo_set_format(&j->algos, buf, sizeof(buf)));
 }
 
 static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -192,7 +194,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = bus_read_fds(msg, raw, &n, error);
         if (r < 0)
                 return r;
-        r = bus_read_hash_options(msg, n, j->algo, j->engine_options.params, HASH_OPTIONS_ADD_FDS, &o, error);
+        r = bus_read_hash_options(msg, n, &j->algos, j->engine_options.params, HASH_OPTIONS_ADD_FDS, &o, error);
         if (r < 0)
                 return r;
 
@@ -282,14 +284,14 @@ static int append_result(sd_bus_message *m, Job *j, size_t i)
         const JobResult *res = &j->results.items[i];
 
         return sd_bus_message_append(m, "(ustss)", (uint32_t)i, res->name ? res->name : "", res->size,
-                                     res->digest, res->error ? res->error : "");
+                                     job_result_digest(res), res->error ? res->error : "");
 }
 
 /* An upper bound of the bytes input i's (ustss) takes in a message: the strings, their length
  * words and nuls, and the worst alignment padding. */
 static size_t result_wire_size(const JobResult *res)
 {
-        return 64 + (res->name ? strlen(res->name) : 0) + strlen(res->digest) +
+        return 64 + (res->name ? strlen(res->name) : 0) + strlen(job_result_digest(res)) +
                (res->error ? strlen(res->error) : 0);
 }
 

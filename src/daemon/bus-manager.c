@@ -26,7 +26,7 @@ static uint64_t effective_max_size(uint64_t asked, uint64_t admin)
 }
 
 /* Common tail of HashFds and HashPaths: quota, job, reply. Takes the fds of inputs on success. */
-static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo, HashInput *inputs, size_t n,
+static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgoSet *algos, HashInput *inputs, size_t n,
                       const HashOptions *o, sd_bus_error *error)
 {
         _cleanup_(job_freep) Job *j = NULL;
@@ -36,6 +36,7 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                                 .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true,
                                 .params = o->has_params ? &o->params : NULL };
         const char *owner;
+        char names[HASH_SET_NAMES_MAX];
         uint32_t first;
         int r;
 
@@ -47,7 +48,7 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                 return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "Cannot tell who the caller is.");
 
         /* The job and its files are charged to uid here; past a limit the call is Busy. */
-        r = job_new(c, owner, uid, algo, &eo, o->max_size > 0, o->more, &j);
+        r = job_new(c, owner, uid, algos, &eo, o->max_size > 0, o->more, &j);
         if (r > 0)
                 return bus_error_quota(c, uid, USER_RESOURCE_JOBS, r, 1, error);
         if (r < 0)
@@ -69,7 +70,7 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, HashAlgo algo,
                 return r;
 
         log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u)%s%s%s%s.", j->entry.id, n,
-                  hash_algo_to_string(algo), j->owner, (unsigned)uid, o->dontcache ? ", dontcache" : "",
+                  hash_algo_set_format(algos, names, sizeof(names)), j->owner, (unsigned)uid, o->dontcache ? ", dontcache" : "",
                   o->strategy != ENGINE_READ_AUTO ? ", strategy " : "",
                   o->strategy != ENGINE_READ_AUTO ? engine_read_strategy_to_string(o->strategy) : "",
                   o->more ? ", more to come" : "");
@@ -87,14 +88,14 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         HashInput *inputs = NULL;
         int raw[FHASH_MAX_FDS_PER_CALL];
         size_t n = 0;
-        HashAlgo algo = _HASH_ALGO_INVALID;
+        HashAlgoSet algos = {};
         uid_t uid;
         int r;
 
         r = bus_read_fds(msg, raw, &n, error);
         if (r < 0)
                 return r;
-        r = bus_read_algorithm_and_options(msg, n, HASH_OPTIONS_HASH_FDS, &algo, &o, error);
+        r = bus_read_algorithm_and_options(msg, n, HASH_OPTIONS_HASH_FDS, &algos, &o, error);
         if (r < 0)
                 return r;
 
@@ -102,7 +103,7 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r >= 0)
                 r = bus_check_fds(c, raw, n, o.max_size > 0, uid == 0, &inputs, error);
         if (r >= 0)
-                r = create_job(c, msg, uid, algo, inputs, n, &o, error);
+                r = create_job(c, msg, uid, &algos, inputs, n, &o, error);
         hash_inputs_free(inputs, n);
         hash_options_done(&o);
         return r;
@@ -115,7 +116,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
         HashOptions o = {};
         HashInput *inputs = NULL;
         size_t n;
-        HashAlgo algo = _HASH_ALGO_INVALID;
+        HashAlgoSet algos = {};
         uid_t uid;
         int r;
 
@@ -133,13 +134,13 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
         if (r < 0)
                 return r;
         n = strv_length(paths);
-        r = bus_read_algorithm_and_options(msg, n, HASH_OPTIONS_HASH_PATHS, &algo, &o, error);
+        r = bus_read_algorithm_and_options(msg, n, HASH_OPTIONS_HASH_PATHS, &algos, &o, error);
         if (r < 0)
                 return r;
 
         r = hash_inputs_from_paths(paths, n, &inputs);
         if (r >= 0)
-                r = create_job(c, msg, uid, algo, inputs, n, &o, error);
+                r = create_job(c, msg, uid, &algos, inputs, n, &o, error);
         hash_inputs_free(inputs, n);
         hash_options_done(&o);
         return r;
@@ -186,7 +187,7 @@ static int method_open_connection(sd_bus_message *msg, void *userdata, sd_bus_er
                 return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
                                         "This is a direct connection already; OpenConnection is a bus call.");
         /* No options yet: the Hash calls' reader, with none allowed, names any key given. */
-        r = bus_read_hash_options(msg, 0, HASH_SHA256, NULL, 0, &o, error);
+        r = bus_read_hash_options(msg, 0, &HASH_ALGO_SET_ONE(HASH_SHA256), NULL, 0, &o, error);
         if (r < 0)
                 return r;
         hash_options_done(&o);

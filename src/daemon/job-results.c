@@ -29,10 +29,16 @@ int job_results_init(JobResults *r, sd_event *event, JobResultsSend send, void *
         return sd_event_source_set_enabled(r->batch_timer, SD_EVENT_OFF);
 }
 
+size_t job_results_cost(const JobResults *r)
+{
+        return JOB_RESULT_COST + (r->algos.n > 1 ? (size_t)HASH_SET_HEX_MAX : 0);
+}
+
 static void job_result_clear(JobResults *r, size_t i)
 {
         free(r->items[i].name);
         free(r->items[i].error);
+        free(r->items[i].digests);
         if (r->expected) {
                 free(r->expected[i]);
                 r->expected[i] = NULL;
@@ -158,10 +164,21 @@ void job_results_set_from_engine(JobResults *r, size_t i, const EngineFileResult
         res->size = er->size;
         switch (er->status) {
         case ENGINE_FILE_OK:
-                hash_to_hex(er->digest, er->digest_size, res->digest);
-                if (expected && expected[0] && !streq(expected, res->digest))
+                if (r->algos.n > 1) {
+                        char hex[HASH_SET_HEX_MAX];
+
+                        hash_set_to_hex(&r->algos, er->digest, hex);
+                        free(res->digests);
+                        res->digests = strdup(hex);
+                        if (!res->digests) {
+                                (void)job_results_set_error(r, i, FHASH_ERROR_IO, "out of memory");
+                                break;
+                        }
+                } else
+                        hash_to_hex(er->digest, er->digest_size, res->digest);
+                if (expected && expected[0] && !streq(expected, job_result_digest(res)))
                         (void)job_results_set_error(r, i, FHASH_ERROR_MISMATCH, "expected %s, got %s", expected,
-                                                    res->digest);
+                                                    job_result_digest(res));
                 break;
         case ENGINE_FILE_CHANGED:
                 (void)job_results_set_error(

@@ -34,7 +34,14 @@ typedef struct JobResult {
         bool done;
         bool holds_fd;  /* a caller's fd, charged to the uid (USER_RESOURCE_FDS) until the result */
         char digest[HASH_HEX_MAX];
+        char *digests;  /* a job of several algorithms: their hex digests joined with ',' (else NULL) */
 } JobResult;
+
+/* The digest as the bus carries it: "" until hashed. */
+static inline const char *job_result_digest(const JobResult *res)
+{
+        return res->digests ? res->digests : res->digest;
+}
 
 /* Sends the results listed in indices (one FilesHashed signal). */
 typedef void (*JobResultsSend)(const uint32_t *indices, size_t n, void *userdata);
@@ -44,6 +51,7 @@ typedef struct JobResults {
         uint32_t n_alloc;
         JobResult *items;    /* n_inputs */
         char **expected;     /* n_inputs lower-case hex digests or NULL; NULL if no call had "expected" */
+        HashAlgoSet algos;   /* the job's: with several, each result's digest is their joined hex */
 
         uint32_t files_done, files_ok, files_failed;
 
@@ -54,6 +62,10 @@ typedef struct JobResults {
         JobResultsSend send;
         void *userdata;
 } JobResults;
+
+/* What each input costs its uid's memory (USER_RESOURCE_MEMORY) besides its name and expected
+ * digest: JOB_RESULT_COST, and the joined hex of a job of several algorithms. */
+size_t job_results_cost(const JobResults *r);
 
 /* Adds the batch timer (disabled) on event; send gets every batch. */
 int job_results_init(JobResults *r, sd_event *event, JobResultsSend send, void *userdata);

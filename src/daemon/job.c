@@ -113,7 +113,7 @@ static void job_send_results(const uint32_t *indices, size_t n, void *userdata)
 
 static void on_owner_gone(OwnerRef *ref);
 
-int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const EngineJobOptions *options,
+int job_new(Context *c, const char *owner, uid_t uid, const HashAlgoSet *algos, const EngineJobOptions *options,
             bool allow_streams, bool open, Job **ret)
 {
         _cleanup_(job_freep) Job *j = NULL;
@@ -124,10 +124,12 @@ int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const Engin
                 return -ENOMEM;
         j->context = c;
         j->uid = uid;
-        j->algo = algo;
+        j->algos = *algos;
+        j->algo = algos->algos[0];
         j->state = JOB_QUEUED;
         j->engine_options = *options;
         j->engine_options.params = NULL;
+        j->engine_options.algos = &j->algos;
         if (options->params) {
                 j->params = *options->params;
                 j->params.context = NULL;
@@ -155,6 +157,7 @@ int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const Engin
         r = job_results_init(&j->results, c->event, job_send_results, j);
         if (r < 0)
                 return r;
+        j->results.algos = j->algos;
 
         /* From here on job_free() has registry bookkeeping to undo. */
         r = registry_add_job(&c->registry, &j->entry, j, uid);
@@ -211,7 +214,7 @@ int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first)
         if (r != 0)
                 return r;
         j->refused = USER_RESOURCE_MEMORY;
-        r = user_charge(j->entry.user, &j->entry.mem_charge, (uint64_t)n * JOB_RESULT_COST);
+        r = user_charge(j->entry.user, &j->entry.mem_charge, (uint64_t)n * job_results_cost(&j->results));
         if (r != 0) {
                 user_charge_release(&j->entry.file_charge, n);
                 return r;
@@ -219,7 +222,7 @@ int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first)
         r = job_results_grow(&j->results, n, ret_first);
         if (r < 0) {
                 user_charge_release(&j->entry.file_charge, n);
-                user_charge_release(&j->entry.mem_charge, (uint64_t)n * JOB_RESULT_COST);
+                user_charge_release(&j->entry.mem_charge, (uint64_t)n * job_results_cost(&j->results));
         }
         return r;
 }
@@ -233,7 +236,7 @@ void job_abort_inputs(Job *j)
 
                 if (res->holds_fd)
                         user_charge_release(&j->entry.fd_charge, 1);
-                user_charge_release(&j->entry.mem_charge, JOB_RESULT_COST + (res->name ? strlen(res->name) + 1 : 0) +
+                user_charge_release(&j->entry.mem_charge, job_results_cost(&j->results) + (res->name ? strlen(res->name) + 1 : 0) +
                                                                   (e ? strlen(e) + 1 : 0));
         }
         user_charge_release(&j->entry.file_charge, j->results.n_inputs - j->n_committed);

@@ -38,7 +38,8 @@ struct Job {
         char *object_path;
         char *owner;         /* the caller that created the job: unique bus name or direct connection */
         uid_t uid;           /* its effective uid, from the bus driver */
-        HashAlgo algo;
+        HashAlgo algo;       /* algos' first */
+        HashAlgoSet algos;   /* "sha256,blake3": several in one read; engine_options.algos points here */
         JobState state;
         EngineJobOptions engine_options;  /* every part's; .params points to params below, or is NULL */
         HashParams params;   /* "length", "key", "derive-key": the key wiped when the job is freed */
@@ -80,7 +81,7 @@ struct Job {
 /* Creates a queued job without inputs, registered and charged as one job of uid. open: inputs may be
  * added by later calls (job_commit_inputs()) until one closes it. 0, USER_E_QUOTA / USER_E_TOTAL
  * (the uid has as many unfinished jobs as it may), or -errno. */
-int job_new(Context *c, const char *owner, uid_t uid, HashAlgo algo, const EngineJobOptions *options,
+int job_new(Context *c, const char *owner, uid_t uid, const HashAlgoSet *algos, const EngineJobOptions *options,
             bool allow_streams, bool open, Job **ret);
 /* Unregisters and frees; a running engine job is cancelled silently. Takes NULL. */
 Job *job_free(Job *j);

@@ -367,7 +367,7 @@ static Job *new_job(Fixture *f, uid_t uid, const char *owner, bool open)
         const EngineJobOptions eo = { .regular_only = true };
         Job *j = NULL;
 
-        assert_int_equal(job_new(&f->c, owner, uid, HASH_SHA256, &eo, false, open, &j), 0);
+        assert_int_equal(job_new(&f->c, owner, uid, &HASH_ALGO_SET_ONE(HASH_SHA256), &eo, false, open, &j), 0);
         return j;
 }
 
@@ -435,7 +435,7 @@ static void test_job_charges(void **state)
         assert_int_equal(job_begin_inputs(k, 3, &first), USER_E_QUOTA);
         assert_int_equal(k->results.n_inputs, 0);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 3);
-        assert_int_equal(job_new(&f->c, "a/direct/1", UID_A, HASH_SHA256, &eo, false, false, &refused), USER_E_QUOTA);
+        assert_int_equal(job_new(&f->c, "a/direct/1", UID_A, &HASH_ALGO_SET_ONE(HASH_SHA256), &eo, false, false, &refused), USER_E_QUOTA);
         assert_null(refused);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 2);
         refused = new_job(f, UID_B, "b/direct/2", false);

@@ -361,6 +361,37 @@ void hash_to_hex(const uint8_t *digest, size_t n, char *out)
         out[2 * n] = '\0';
 }
 
+void hash_set_to_hex(const HashAlgoSet *set, const uint8_t *digest, char *out)
+{
+        *out = '\0';
+        for (unsigned i = 0; i < set->n; i++) {
+                size_t n = hash_algo_digest_size(set->algos[i]);
+
+                if (i > 0)
+                        *out++ = ',';
+                hash_to_hex(digest, n, out);
+                digest += n;
+                out += 2 * n;
+        }
+}
+
+bool hash_set_hex_valid(const HashAlgoSet *set, const char *hex)
+{
+        if (!set || set->n == 0 || !hex)
+                return false;
+        for (unsigned i = 0; i < set->n; i++) {
+                size_t n = 2 * hash_algo_digest_size(set->algos[i]);
+
+                if (n == 0 || strspn(hex, "0123456789abcdefABCDEF") != n)
+                        return false;
+                hex += n;
+                if (*hex != (i + 1 < set->n ? ',' : '\0'))
+                        return false;
+                hex++;
+        }
+        return true;
+}
+
 static int unhex_digit(char c)
 {
         if (c >= '0' && c <= '9')

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,12 @@ int hash_oneshot_params(HashAlgo a, const HashParams *p, const void *data, size_
 void hash_to_hex(const uint8_t *digest, size_t n, char *out);
 /* Parses hex (either case) of exactly 2*n digits; -EINVAL otherwise. */
 int hash_from_hex(const char *hex, uint8_t *out, size_t n);
+/* A set's joined digest (hash_algo_set_digest_size() bytes) as hex digests in set order separated
+ * by ','; out must hold HASH_SET_HEX_MAX bytes. */
+void hash_set_to_hex(const HashAlgoSet *set, const uint8_t *digest, char *out);
+/* Whether hex is what hash_set_to_hex() writes for set, in either case: each digest's length, hex
+ * digits, one ',' between. */
+bool hash_set_hex_valid(const HashAlgoSet *set, const char *hex);
 
 /* Portable and hardware CRC32C, exposed for tests and benchmarks (crc is the running value,
  * pre-/post-inversion is done inside: start with 0). */

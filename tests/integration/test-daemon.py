@@ -69,6 +69,53 @@ def test_algorithms(conn, w, tmp):
     ft.log(f"ok: HashFds digests equal the reference tools for {len(ft.ALGORITHMS)} algorithms")
 
 
+def test_algorithm_sets(conn, w, tmp):
+    """Several algorithms in one job: one read, digests joined by ',' in the order asked."""
+    files = [os.path.join(tmp, n) for n in ("empty", "one", "page+1", "mib+17")]
+    mgr = ft.manager(conn)
+    sets = ["sha256,blake3", "blake3,xxh3,md5,sha512", "crc32c,sha1", "xxh128,blake2b,sha3-256"]
+    jobs = {}
+    for s in sets:
+        jobs[s] = str(mgr.HashFds(ft.fds(*files), s, ft.options(names=files)))
+    # HashPaths, with expected digests joined the same way: one right, one wrong.
+    want = {p: ",".join(ft.reference_digest(a, p) for a in ("sha1", "md5")) for p in files}
+    wrong = want[files[1]].split(",")
+    wrong = wrong[0] + "," + "0" * len(wrong[1])
+    exp_job = str(mgr.HashPaths(files[:2], "sha1,md5", ft.options(expected=[want[files[0]], wrong])))
+    w.wait(list(jobs.values()) + [exp_job])
+    for s, job in jobs.items():
+        ft.check(w.finished[job] == ("done", len(files), 0), f"{s}: JobFinished {w.finished[job]}")
+        ft.check(str(ft.job_prop(conn, job, "Algorithm")) == s, f"{s}: Algorithm property")
+        for i, p in enumerate(files):
+            name, size, digest, error = w.results[job][i]
+            ref = ",".join(ft.reference_digest(a, p) for a in s.split(","))
+            ft.check(error == "" and digest == ref, f"{s} {p}: got {digest!r} error {error!r}, want {ref}")
+        got = ft.job_iface(conn, job).GetResults()
+        ft.check([str(r[3]) for r in got] == [w.results[job][i][2] for i in range(len(files))],
+                 f"{s}: GetResults differs from FilesHashed")
+    res = w.results[exp_job]
+    ft.check(w.finished[exp_job] == ("failed", 1, 1), f"expected job: {w.finished[exp_job]}")
+    ft.check(res[0][3] == "" and res[0][2] == want[files[0]], f"expected ok: {res[0]}")
+    ft.check(res[1][3].startswith("org.fhash.Hasher1.Error.Mismatch") and res[1][2] == want[files[1]],
+             f"expected mismatch: {res[1]}")
+
+    E = ft.ERR_INVALID_ARGS
+    fd = os.open(files[1], os.O_RDONLY)
+    for bad, word in [("sha256,sha256", "twice"), ("md5,sha1,sha256,sha512,blake3", "at most 4"),
+                      ("sha256,", "unknown"), ("sha256,sha257", "unknown"), (",", "unknown")]:
+        msg = ft.expect_error(E, mgr.HashFds, ft.fds(fd), bad, ft.options())
+        ft.check(word in msg and "algorithm" in msg, f"algorithm {bad!r}: {msg}")
+    import dbus
+    msg = ft.expect_error(E, mgr.HashFds, ft.fds(fd), "blake3,sha256",
+                          dbus.Dictionary({"length": dbus.UInt32(128)}, signature="sv"))
+    ft.check("length" in msg and "one algorithm" in msg, f"length with a set: {msg}")
+    for bad in [want[files[1]].split(",")[0], want[files[1]] + ",", want[files[1]].replace(",", ";")]:
+        msg = ft.expect_error(E, mgr.HashFds, ft.fds(fd), "sha1,md5", ft.options(expected=[bad]))
+        ft.check("expected[0]" in msg and "sha1,md5" in msg, f"expected {bad!r}: {msg}")
+    os.close(fd)
+    ft.log(f"ok: {len(sets)} algorithm sets give the reference digests joined; bad sets are InvalidArgs")
+
+
 def test_batch(conn, w, tmp):
     files = ft.make_files(os.path.join(tmp, "batch"), 1000, max_size=16384, seed=7)
     expected = [ft.sha256_file(p) for p in files]
@@ -457,6 +504,7 @@ def main():
             conn = bus.connect()
             w = ft.JobWatcher(conn)
             test_algorithms(conn, w, tmp)
+            test_algorithm_sets(conn, w, tmp)
             test_batch(conn, w, tmp)
             test_per_file_errors(conn, w, tmp)
             test_bad_args(conn, w, tmp)
