@@ -149,7 +149,7 @@ typedef struct Orphan {
         int error;
         char *reason;
         uint64_t size;
-        char hex[HASH_HEX_MAX];
+        char hex[HASH_SET_HEX_MAX];
 } Orphan;
 
 struct BusClient {
@@ -598,8 +598,14 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                         r = sd_bus_message_append(m, "h", fds[k]); /* sd-bus dups it */
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
-                if (r >= 0 && call->kind == CALL_HASH_FDS)
-                        r = sd_bus_message_append(m, "s", hash_algo_to_string(j->algo));
+                if (r >= 0 && call->kind == CALL_HASH_FDS) {
+                        char names[HASH_SET_NAMES_MAX];
+
+                        r = sd_bus_message_append(m, "s",
+                                                  c->read.algos && c->read.algos->n > 1
+                                                          ? hash_algo_set_format(c->read.algos, names, sizeof(names))
+                                                          : hash_algo_to_string(j->algo));
+                }
                 if (r >= 0)
                         r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
                 /* Names are only labels for jobs and GetResults (results are matched by index), and

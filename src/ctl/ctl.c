@@ -24,7 +24,8 @@
 
 typedef struct Args {
         const char *verb;
-        HashAlgo algo;
+        HashAlgo algo;                 /* algos' first */
+        HashAlgoSet algos;             /* -a sha256,blake3: several in one read (hash only) */
         bool algo_set;
         bool recursive, tag, zero, json, follow, one_file_system;
         bool check, binary, no_names;  /* hash -c (check), -b (" *name"), --no-names (hex only) */
@@ -79,7 +80,8 @@ static const char *const verb_help[][2] = {
           "Print a checksum line per FILE ('-' or none: standard input), in the order given,\n"
           "as sha256sum does. Hashes through fhashd unless --local; falls back to in-process\n"
           "hashing (with one note on stderr) if fhashd cannot be reached, unless --daemon.\n\n"
-          "  -a, --algorithm=ALGO   digest algorithm (default sha256; see 'fhashctl algorithms')\n"
+          "  -a, --algorithm=ALGO   digest algorithm (default sha256; see 'fhashctl algorithms');\n"
+          "                         up to 4 as ALGO,ALGO: one read, a tagged line per algorithm\n"
           "  -r, --recursive        hash the regular files under each DIR, sorted, depth first\n"
           "      --exclude=GLOB     with -r, skip names or paths matching GLOB (repeatable)\n"
           "      --follow           with -r, follow symbolic links (loops are detected)\n"
@@ -269,6 +271,7 @@ static int parse_args(int argc, char *argv[], Args *a)
         int c;
 
         a->algo = HASH_SHA256;
+        a->algos = HASH_ALGO_SET_ONE(HASH_SHA256);
         a->progress = PROGRESS_AUTO;
         a->bus_kind = BUS_KIND_SYSTEM;
 
@@ -278,13 +281,21 @@ static int parse_args(int argc, char *argv[], Args *a)
                 argv[0] = (char *)program;
         while ((c = getopt_long(argc, argv, "a:rzwhcbtql:", options, NULL)) >= 0) {
                 switch (c) {
-                case 'a':
-                        a->algo = hash_algo_from_string(optarg);
-                        if (a->algo < 0)
-                                return usage_error("unknown algorithm '%s' (valid: %s)", optarg,
-                                                   hash_algo_list());
+                case 'a': {
+                        int k = hash_algo_set_parse(optarg, &a->algos);
+
+                        if (k == -E2BIG)
+                                return usage_error("-a: at most %d algorithms in one read, not '%s'", HASH_SET_MAX,
+                                                   optarg);
+                        if (k == -ENOTUNIQ)
+                                return usage_error("-a: '%s' names an algorithm twice", optarg);
+                        if (k < 0)
+                                return usage_error("unknown algorithm '%s' (valid: %s; several: -a %s)", optarg,
+                                                   hash_algo_list(), "sha256,blake3");
+                        a->algo = a->algos.algos[0];
                         a->algo_set = true;
                         break;
+                }
                 case 'r':
                         a->recursive = true;
                         break;
@@ -438,6 +449,16 @@ static int parse_args(int argc, char *argv[], Args *a)
                 return usage_error("--zero and --json exclude each other");
         if (a->update && !streq(a->verb, "audit"))
                 return usage_error("--update is an option of audit");
+        if (a->algos.n > 1) {
+                if (!streq(a->verb, "hash"))
+                        return usage_error("%s: -a takes one algorithm (several in one read are for hash)", a->verb);
+                /* One line per algorithm: only a tag says which line is which. */
+                if (a->binary || a->no_names || a->raw)
+                        return usage_error("several algorithms are written as tagged lines, one per algorithm "
+                                           "(not --binary, --no-names or --raw)");
+                if (a->length || a->keyed || a->derive_key)
+                        return usage_error("--length, --keyed and --derive-key take one algorithm");
+        }
         if (a->length || a->keyed || a->derive_key)
                 return parse_params(a);
         return -1;
@@ -531,7 +552,8 @@ static int run_items(const Args *a, const RunSource *source, RunResultFn fn, voi
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const RunReadOptions ro = { .dontcache = a->no_cache, .strategy = a->io,
-                                    .params = a->has_params ? &a->params : NULL };
+                                    .params = a->has_params ? &a->params : NULL,
+                                    .algos = a->algos.n > 1 ? &a->algos : NULL };
         sd_bus *bus = NULL;
         Progress progress;
         int r;
@@ -587,7 +609,9 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
                 if (output_quote(item->name, &q) >= 0)
                         err("%s: skipped: %s", q, item->note);
                 /* Every input gets its object: a skipped one says why. */
-                if (a->json)
+                if (a->json && a->algos.n > 1)
+                        (void)output_write_json_set_result(stdout, item->name, &a->algos, NULL, 0, NULL, item->note);
+                else if (a->json)
                         (void)output_write_json_skipped(stdout, item->name, item->algo, item->note);
                 return;
         }
@@ -600,7 +624,11 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
 
                         if (n <= sizeof(bin) && hash_from_hex(r->hex, bin, n) >= 0)
                                 (void)fwrite(bin, 1, n, stdout);
-                } else if (a->json)
+                } else if (a->algos.n > 1 && a->json)
+                        (void)output_write_json_set_result(stdout, item->name, &a->algos, r->hex, r->size, NULL, NULL);
+                else if (a->algos.n > 1)
+                        (void)output_write_set_digests(stdout, a->zero, &a->algos, item->name, r->hex);
+                else if (a->json)
                         (void)output_write_json_result(stdout, item->name, item->algo, r->hex, r->size, NULL);
                 else
                         (void)output_write_digest(stdout,
@@ -614,7 +642,9 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
         }
         s->failed++;
         const char *reason = r->message ?: run_result_reason(r);
-        if (a->json)
+        if (a->json && a->algos.n > 1)
+                (void)output_write_json_set_result(stdout, item->name, &a->algos, NULL, 0, reason, NULL);
+        else if (a->json)
                 (void)output_write_json_result(stdout, item->name, item->algo, NULL, 0, reason);
         else
                 err_name(item->name, reason);
@@ -664,10 +694,14 @@ static int verb_hash(Args *a)
         RunSource source = { .next = walk_source_next, .userdata = &ws };
 
         r = run_items(a, &source, hash_result, &s);
-        if (a->json)
+        if (a->json) {
+                char names[HASH_SET_NAMES_MAX];
+
                 printf("{\"summary\":true,\"algorithm\":\"%s\",\"files\":%zu,\"ok\":%zu,\"failed\":%zu,"
                        "\"skipped\":%zu,\"bytes\":%" PRIu64 "}\n",
-                       hash_algo_to_string(a->algo), s.ok + s.failed, s.ok, s.failed, s.skipped, s.bytes);
+                       hash_algo_set_format(&a->algos, names, sizeof(names)), s.ok + s.failed, s.ok, s.failed,
+                       s.skipped, s.bytes);
+        }
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 err("write error: %m");
                 return CTL_EXIT_FAILED;

@@ -17,8 +17,11 @@ _fhashctl()
 
     case $prev in
         -a | --algorithm)
-            COMPREPLY=($(compgen -W "$(fhashctl algorithms 2>/dev/null ||
-                echo sha256 sha512 sha1 md5 sha3-256 blake2b blake3 xxh3 xxh128 crc32c)" -- "$cur"))
+            # Several in one read: "sha256,bl<TAB>" completes the name after the last comma.
+            local head="" last=$cur
+            [[ $cur == *,* ]] && head=${cur%,*}, last=${cur##*,}
+            COMPREPLY=($(compgen -P "$head" -W "$(fhashctl algorithms 2>/dev/null ||
+                echo sha256 sha512 sha1 md5 sha3-256 blake2b blake3 xxh3 xxh128 crc32c)" -- "$last"))
             return ;;
         --io)
             COMPREPLY=($(compgen -W "auto read mmap direct" -- "$cur"))

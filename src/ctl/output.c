@@ -315,3 +315,66 @@ int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *
                 return r;
         return fputs("}\n", f) == EOF ? -EIO : 0;
 }
+
+int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *set, const char *hex, uint64_t size,
+                                 const char *error, const char *skipped)
+{
+        char names[HASH_SET_NAMES_MAX];
+        int r;
+
+        if (!hash_algo_set_format(set, names, sizeof(names)) || (hex && !hash_set_hex_valid(set, hex)))
+                return -EINVAL;
+        if (fputs("{\"name\":", f) == EOF)
+                return -EIO;
+        r = output_write_json_string(f, name);
+        if (r < 0)
+                return r;
+        if (fprintf(f, ",\"algorithm\":\"%s\",\"digests\":", names) < 0)
+                return -EIO;
+        if (hex) {
+                for (unsigned i = 0; i < set->n; i++) {
+                        size_t n = strcspn(hex, ",");
+
+                        if (fprintf(f, "%s\"%s\":\"%.*s\"", i == 0 ? "{" : ",", hash_algo_to_string(set->algos[i]),
+                                    (int)n, hex) < 0)
+                                return -EIO;
+                        hex += n + (hex[n] == ',');
+                }
+                r = fprintf(f, "},\"size\":%" PRIu64, size);
+        } else
+                r = fputs("null,\"size\":null", f);
+        if (r < 0)
+                return -EIO;
+        if (fputs(",\"error\":", f) == EOF)
+                return -EIO;
+        r = error ? output_write_json_string(f, error) : (fputs("null", f) == EOF ? -EIO : 0);
+        if (r < 0)
+                return r;
+        if (skipped) {
+                if (fputs(",\"skipped\":", f) == EOF)
+                        return -EIO;
+                r = output_write_json_string(f, skipped);
+                if (r < 0)
+                        return r;
+        }
+        return fputs("}\n", f) == EOF ? -EIO : 0;
+}
+
+int output_write_set_digests(FILE *f, bool zero, const HashAlgoSet *set, const char *name, const char *hex)
+{
+        if (!hash_set_hex_valid(set, hex))
+                return -EINVAL;
+        for (unsigned i = 0; i < set->n; i++) {
+                char one[HASH_HEX_MAX];
+                size_t n = strcspn(hex, ",");
+                int r;
+
+                memcpy(one, hex, n);
+                one[n] = '\0';
+                r = output_write_digest(f, OUTPUT_TAGGED, zero, set->algos[i], name, one);
+                if (r < 0)
+                        return r;
+                hex += n + (hex[n] == ',');
+        }
+        return 0;
+}

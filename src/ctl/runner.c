@@ -246,7 +246,10 @@ static void local_file_done(EngineJob *j, const EngineFileResult *fr, void *user
         switch (fr->status) {
         case ENGINE_FILE_OK:
                 r.status = RUN_OK;
-                hash_to_hex(fr->digest, fr->digest_size, r.hex);
+                if (b->run->read->algos && b->run->read->algos->n > 1)
+                        hash_set_to_hex(b->run->read->algos, fr->digest, r.hex);
+                else
+                        hash_to_hex(fr->digest, fr->digest_size, r.hex);
                 break;
         case ENGINE_FILE_CHANGED:
                 r.status = RUN_CHANGED;
@@ -327,7 +330,8 @@ static int local_add(LocalRun *run, const RunItem *it, size_t i)
                 r = engine_job_new(run->e, a,
                                    &(EngineJobOptions){ .dontcache = run->read->dontcache,
                                                         .strategy = run->read->strategy,
-                                                        .params = run->read->params },
+                                                        .params = run->read->params,
+                                                        .algos = run->read->algos },
                                    &b->job);
                 if (r < 0) {
                         free(b);

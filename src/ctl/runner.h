@@ -35,7 +35,7 @@ typedef struct RunResult {
         int error;              /* -errno for RUN_ERROR */
         const char *message;    /* daemon's error text, or NULL */
         uint64_t size;
-        char hex[HASH_HEX_MAX]; /* "" unless hashed */
+        char hex[HASH_SET_HEX_MAX]; /* "" unless hashed; with RunReadOptions.algos, joined by ',' */
 } RunResult;
 
 /* Called once per item, strictly in input order (results that finish early wait in a buffer). */
@@ -123,6 +123,10 @@ typedef struct RunReadOptions {
         bool dontcache;               /* cache-neutral (EngineJobOptions.dontcache) */
         EngineReadStrategy strategy;  /* ENGINE_READ_AUTO unless --io forces one */
         const HashParams *params;     /* --length, --keyed, --derive-key; NULL: none */
+        /* -a sha256,blake3: every item is hashed with each of these in one read, and its hex is
+         * their digests joined by ','; every item's algo is the set's first. NULL: the item's
+         * algo alone. */
+        const HashAlgoSet *algos;
 } RunReadOptions;
 
 /* Hashes in this process with the engine, read as ro says, while pulling items from source: they go

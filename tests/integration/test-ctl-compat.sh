@@ -147,6 +147,29 @@ for mode in "${modes[@]}"; do
     cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: xxh3 differs from xxhsum -H3"
     xxhsum -c "$tmp/out" > /dev/null 2>&1 || fail "$mode: xxhsum -c does not accept fhashctl's xxh3 lines"
 
+    # Several algorithms in one read: per file, a tagged line per algorithm in the order asked,
+    # each what that algorithm's tool prints with --tag; cksum -c and our check accept them.
+    : > "$tmp/ref"
+    for n in "${names[@]}" "$tmp/p3m"; do
+        { sha256sum --tag -- "$n"; b2sum --tag -- "$n"; md5sum --tag -- "$n"; } >> "$tmp/ref"
+    done
+    "$FHASHCTL" $mode hash -a sha256,blake2b,md5 -- "${names[@]}" "$tmp/p3m" > "$tmp/out" 2>"$tmp/err"
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: -a sha256,blake2b,md5 differs from sha256sum/b2sum/md5sum --tag: $(cat "$tmp/err")"
+    cksum -c "$tmp/out" > /dev/null 2>&1 || fail "$mode: cksum -c rejects -a sha256,blake2b,md5 lines"
+    "$FHASHCTL" $mode check "$tmp/out" > /dev/null 2>&1 || fail "$mode: check rejects -a sha256,blake2b,md5 lines"
+    : > "$tmp/ref"
+    for n in 'sp ace' 'big file' "$tmp/p3m"; do
+        { xxhsum -H3 -- "$n"; printf 'BLAKE3 (%s) = %s\n' "$n" "$(b3sum --no-names -- "$n")"; xxhsum -H0 --tag -- "$n"; } >> "$tmp/ref"
+    done
+    "$FHASHCTL" $mode hash -a xxh3,blake3,xxh32 -- 'sp ace' 'big file' "$tmp/p3m" > "$tmp/out" 2>"$tmp/err"
+    cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: -a xxh3,blake3,xxh32 differs from xxhsum/b3sum: $(diff "$tmp/ref" "$tmp/out")"
+    for bad in "hash -a sha256,sha256" "hash -a md5,sha1,sha256,sha512,blake3" "hash -a sha256,md5 -b" \
+               "hash -a sha256,md5 --no-names" "hash -a blake3,md5 -l 128" "hash -a sha256," "check -a md5,sha1"; do
+        # shellcheck disable=SC2086
+        "$FHASHCTL" $mode $bad -- 'sp ace' > /dev/null 2> "$tmp/err"
+        [ $? = 2 ] && [ -s "$tmp/err" ] || fail "$mode: $bad must be a usage error: $(cat "$tmp/err")"
+    done
+
     # Standard input, and a missing file among good ones: message and exit code as sha256sum.
     printf 'stdin data' | sha256sum > "$tmp/ref"
     printf 'stdin data' | "$FHASHCTL" $mode hash - > "$tmp/out" 2>/dev/null
@@ -241,6 +264,22 @@ for o, n in zip(files, names):
     ref = subprocess.run(["b3sum", "--no-names", "--", n], capture_output=True, check=True).stdout.split()[0]
     assert o["digest"] == ref.decode() and o["error"] is None and o["size"] == os.path.getsize(n), o
 assert summary["summary"] is True and summary["ok"] == len(names) - 1 and summary["failed"] == 1, summary
+EOF
+    # -a with several: a "digests" object per file, each as -a alone gives it.
+    "$FHASHCTL" $mode hash --json -a sha512,blake3 -- "${names[@]}" 'no such' > "$tmp/json" 2>/dev/null
+    [ $? = 1 ] || fail "$mode --json -a sha512,blake3 with a missing file must exit 1"
+    "$FHASHCTL" $mode hash --json -a sha512 -- "${names[@]}" > "$tmp/json512" 2>/dev/null
+    "$FHASHCTL" $mode hash --json -a blake3 -- "${names[@]}" > "$tmp/jsonb3" 2>/dev/null
+    /usr/bin/python3 - "$tmp/json" "$tmp/json512" "$tmp/jsonb3" <<'EOF' || fail "$mode: --json with two algorithms"
+import json, sys
+objs, o512, ob3 = ([json.loads(l) for l in open(p, encoding="utf-8")][:-1] for p in sys.argv[1:])
+summary = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")][-1]
+files = objs[:-1]
+assert len(files) == len(o512) and summary["algorithm"] == "sha512,blake3" and summary["failed"] == 1, summary
+for o, a, b in zip(files, o512, ob3):
+    assert o["algorithm"] == "sha512,blake3" and "digest" not in o, o
+    assert o["digests"] == {"sha512": a["digest"], "blake3": b["digest"]} and o["size"] == a["size"], (o, a, b)
+assert objs[-1]["digests"] is None and objs[-1]["error"] == "No such file or directory", objs[-1]
 EOF
     "$FHASHCTL" $mode check --json "$tmp/cbad" > "$tmp/json" 2>/dev/null
     /usr/bin/python3 -c '
