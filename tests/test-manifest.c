@@ -108,7 +108,10 @@ static void test_tagged(void **state)
         line_bad("SHA256 () = " H64, _HASH_ALGO_INVALID);    /* empty name */
         entry_is("XXH64 (x) = e6c632b61e964e1f", _HASH_ALGO_INVALID, HASH_XXH64, "x", "e6c632b61e964e1f");
         line_bad("XXH64 (x) = e6c632b61e964e1f00", _HASH_ALGO_INVALID);  /* wrong length for the tag */
-        line_bad("BLAKE2b-256 (x) = " H64, _HASH_ALGO_INVALID);
+        /* b2sum --tag -l 256: the tag carries the length, the digest must have it. */
+        entry_is("BLAKE2b-256 (x) = " H64, _HASH_ALGO_INVALID, HASH_BLAKE2B, "x", H64);
+        line_bad("BLAKE2b-256 (x) = " H128, _HASH_ALGO_INVALID);
+        line_bad("BLAKE3-256 (x) = " H64, _HASH_ALGO_INVALID); /* no tool writes a BLAKE3 length */
 }
 
 static void test_bad(void **state)
@@ -214,7 +217,10 @@ static void test_hinted(void **state)
         _cleanup_(manifest_freep) Manifest *m = NULL;
 
         (void)state;
-        assert_int_equal(manifest_parse_hinted(buf, sizeof(buf) - 1, _HASH_ALGO_INVALID, HASH_BLAKE3, false, &m), 0);
+        assert_int_equal(manifest_parse_with(buf, sizeof(buf) - 1,
+                                             &(ManifestParseOptions){ .algo = _HASH_ALGO_INVALID, .hint = HASH_BLAKE3 },
+                                             &m),
+                         0);
         assert_int_equal(m->n_entries, 3);
         assert_int_equal(m->entries[0].algo, HASH_BLAKE3);
         assert_false(m->entries[0].tagged);
@@ -223,11 +229,75 @@ static void test_hinted(void **state)
         assert_true(m->entries[2].tagged);
 }
 
+/* Digest lengths as b2sum -c reads them: from the tag, from -l, or from an untagged line of -a blake2b. */
+static void test_lengths(void **state)
+{
+        static const char buf[] = "BLAKE2b-256 (a) = de9543b2ae1b2b87434a730727db17f5ac8b8c020b84a5cb8c5fbcc1423443ba\n"
+                                  "BLAKE2s-128 (b) = 00112233445566778899aabbccddeeff\n"
+                                  "BLAKE2b-12 (c) = 000\n"                   /* not a multiple of 8 bits */
+                                  "BLAKE2b-256 (d) = 00\n"                   /* hex of another length */
+                                  "SHA256-256 (e) = 00\n"                    /* sha256 takes no length */
+                                  "BLAKE2b-512 (f) = " "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+                                  "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n"
+                                  "00112233445566778899aabbccddeeff  g\n";
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+
+        (void)state;
+        assert_int_equal(manifest_parse(buf, sizeof(buf) - 1, _HASH_ALGO_INVALID, false, &m), 0);
+        assert_int_equal(m->n_entries, 4);
+        assert_int_equal(m->entries[0].algo, HASH_BLAKE2B);
+        assert_int_equal(m->entries[0].out_len, 32);
+        assert_int_equal(m->entries[1].algo, HASH_BLAKE2S);
+        assert_int_equal(m->entries[1].out_len, 16);
+        assert_int_equal(m->entries[2].algo, HASH_BLAKE2B);
+        assert_int_equal(m->entries[2].out_len, 0); /* BLAKE2b-512 is the default */
+        assert_int_equal(m->entries[3].algo, HASH_MD5); /* 32 untagged digits: md5, never blake2b-128 */
+        assert_int_equal(m->entries[3].out_len, 0);
+        assert_int_equal(m->n_bad, 3);
+        m = manifest_free(m);
+
+        /* -a blake2b: an untagged line's length is its own, with or without -l (b2sum -c). */
+        assert_int_equal(manifest_parse_with(buf, sizeof(buf) - 1, &(ManifestParseOptions){ .algo = HASH_BLAKE2B,
+                                                                                          .hint = _HASH_ALGO_INVALID },
+                                             &m),
+                         0);
+        assert_int_equal(m->n_entries, 3);
+        assert_int_equal(m->entries[2].out_len, 16);
+        assert_string_equal(m->entries[2].name, "g");
+        m = manifest_free(m);
+        assert_int_equal(manifest_parse_with(buf, sizeof(buf) - 1,
+                                             &(ManifestParseOptions){ .algo = HASH_BLAKE2B, .hint = _HASH_ALGO_INVALID,
+                                                                      .length = 8 },
+                                             &m),
+                         0);
+        assert_int_equal(m->n_entries, 3);
+        assert_int_equal(m->entries[0].out_len, 32);
+        assert_int_equal(m->entries[2].out_len, 16);
+        m = manifest_free(m);
+
+        /* BLAKE3 as b3sum --check: the default length, unless -l says otherwise. */
+        static const char b3[] = "00112233445566778899aabbccddeeff  h\n";
+        assert_int_equal(manifest_parse_with(b3, sizeof(b3) - 1, &(ManifestParseOptions){ .algo = HASH_BLAKE3,
+                                                                                        .hint = _HASH_ALGO_INVALID },
+                                             &m),
+                         0);
+        assert_int_equal(m->n_entries, 0);
+        m = manifest_free(m);
+        assert_int_equal(manifest_parse_with(b3, sizeof(b3) - 1,
+                                             &(ManifestParseOptions){ .algo = HASH_BLAKE3, .hint = _HASH_ALGO_INVALID,
+                                                                      .length = 16 },
+                                             &m),
+                         0);
+        assert_int_equal(m->n_entries, 1);
+        assert_int_equal(m->entries[0].out_len, 16);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_filenames),
                 cmocka_unit_test(test_hinted),
+                cmocka_unit_test(test_lengths),
                 cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
                 cmocka_unit_test(test_tagged),   cmocka_unit_test(test_bad),
                 cmocka_unit_test(test_buffer),   cmocka_unit_test(test_buffer_zero),

@@ -330,7 +330,9 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
                 warn("%s: %s", q, strerror(-r));
                 return CTL_EXIT_FAILED;
         }
-        r = manifest_parse_hinted(buf, size, o->algo, manifest_algo_from_filename(manifest), false, &m);
+        r = manifest_parse_with(buf, size,
+                                &(ManifestParseOptions){ .algo = o->algo, .hint = manifest_algo_from_filename(manifest) },
+                                &m);
         if (r < 0) {
                 warn("Out of memory.");
                 return CTL_EXIT_FAILED;

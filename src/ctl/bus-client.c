@@ -105,11 +105,27 @@ int bus_client_open_direct(sd_bus **bus)
 
 typedef struct BusClient BusClient;
 
+/* What a job hashes with: items go to the same job only when these are equal. */
+typedef struct JobKind {
+        HashAlgo algo;
+        uint32_t out_len;          /* RunItem.out_len: a "length" of its own, else 0 */
+} JobKind;
+
+static JobKind item_kind(const RunItem *it)
+{
+        return (JobKind){ .algo = it->algo, .out_len = it->out_len };
+}
+
+static bool kind_eq(JobKind a, JobKind b)
+{
+        return a.algo == b.algo && a.out_len == b.out_len;
+}
+
 typedef struct ClientJob {
         BusClient *client;
         struct ClientJob *next;    /* BusClient.jobs, newest first */
         char *path;                /* NULL until the HashFds reply names it */
-        HashAlgo algo;
+        JobKind kind;
         size_t *items;             /* job index -> item (SIZE_MAX: no reply told it yet) */
         size_t n_items, n_alloc;
         size_t n_sent;             /* files sent to it, answered or not */
@@ -191,14 +207,14 @@ static ClientJob *job_by_path(BusClient *c, const char *path)
         return NULL;
 }
 
-static int client_job_new(BusClient *c, HashAlgo algo, ClientJob **ret)
+static int client_job_new(BusClient *c, JobKind kind, ClientJob **ret)
 {
         ClientJob *j = calloc(1, sizeof(*j));
 
         if (!j)
                 return -ENOMEM;
         j->client = c;
-        j->algo = algo;
+        j->kind = kind;
         j->next = c->jobs;
         c->jobs = j;
         *ret = j;
@@ -604,7 +620,7 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                         r = sd_bus_message_append(m, "s",
                                                   c->read.algos && c->read.algos->n > 1
                                                           ? hash_algo_set_format(c->read.algos, names, sizeof(names))
-                                                          : hash_algo_to_string(j->algo));
+                                                          : hash_algo_to_string(j->kind.algo));
                 }
                 if (r >= 0)
                         r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
@@ -624,7 +640,9 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                 if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.strategy != ENGINE_READ_AUTO)
                         r = sd_bus_message_append(m, "{sv}", "strategy", "s",
                                                   engine_read_strategy_to_string(c->read.strategy));
-                if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.params)
+                if (r >= 0 && call->kind == CALL_HASH_FDS && j->kind.out_len)
+                        r = sd_bus_message_append(m, "{sv}", "length", "u", j->kind.out_len * 8);
+                else if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.params)
                         r = append_params(m, c->read.params);
                 if (r >= 0 && call->more)
                         r = sd_bus_message_append(m, "{sv}", "more", "b", 1);
@@ -784,7 +802,7 @@ static int fall_back(BusClient *c, BusCall *call)
         c->cur = NULL;
         if (call->kind == CALL_ADD_FDS) {
                 /* The job it was for stays open until we disconnect; its earlier files still come. */
-                r = client_job_new(c, old->algo, &call->job);
+                r = client_job_new(c, old->kind, &call->job);
                 if (r < 0)
                         return r;
         }
@@ -932,7 +950,7 @@ static int send_stream(BusClient *c, size_t item, int fd)
         }
         *call = (BusCall){ .client = c, .kind = CALL_HASH_FDS, .stream = true, .n = 1 };
         call->idx[0] = item;
-        r = client_job_new(c, item_at(c, item)->algo, &call->job);
+        r = client_job_new(c, item_kind(item_at(c, item)), &call->job);
         if (r >= 0)
                 r = call_send(c, call, &fd);
         else
@@ -942,19 +960,19 @@ static int send_stream(BusClient *c, size_t item, int fd)
         return r;
 }
 
-/* Whether the next item could go to a job of algo that has had n_sent files (pulling it if need be). */
-static bool next_fits(BusClient *c, HashAlgo algo, size_t n_sent)
+/* Whether the next item could go to a job of kind that has had n_sent files (pulling it if need be). */
+static bool next_fits(BusClient *c, JobKind kind, size_t n_sent)
 {
         const RunItem *next = peek(c, c->next_item);
 
-        return next && next->algo == algo && n_sent < FILES_PER_JOB;
+        return next && kind_eq(item_kind(next), kind) && n_sent < FILES_PER_JOB;
 }
 
 /* Sends the next call, or answers the next items here. Returns 1 if it has to wait for replies. */
 static int send_next(BusClient *c)
 {
-        /* Pulling may move the items: only the algorithm of this one is kept. */
-        HashAlgo algo = item_at(c, c->next_item)->algo;
+        /* Pulling may move the items: only the algorithm (and length) of this one is kept. */
+        JobKind kind = item_kind(item_at(c, c->next_item));
         ClientJob *j = c->cur;
         int fds[FHASH_MAX_FDS_PER_CALL] = { [0 ... FHASH_MAX_FDS_PER_CALL - 1] = -EBADF };
         BusCall *call;
@@ -966,7 +984,7 @@ static int send_next(BusClient *c)
                 c->next_item++;
                 return 0;
         }
-        if (j && (j->finished || !j->open || j->algo != algo || j->n_sent >= FILES_PER_JOB)) {
+        if (j && (j->finished || !j->open || !kind_eq(j->kind, kind) || j->n_sent >= FILES_PER_JOB)) {
                 r = job_stop_sending(c, j);
                 if (r < 0)
                         return r;
@@ -984,7 +1002,7 @@ static int send_next(BusClient *c)
                 const RunItem *x;
                 size_t left = 0;
 
-                for (size_t i = c->next_item; left <= room && (x = peek(c, i)) && x->algo == algo; i++)
+                for (size_t i = c->next_item; left <= room && (x = peek(c, i)) && kind_eq(item_kind(x), kind); i++)
                         left++;
                 if (c->error < 0)
                         return c->error;
@@ -1001,7 +1019,7 @@ static int send_next(BusClient *c)
                 uint64_t size = 0;
                 int fd = -EBADF;
 
-                if (!x || x->algo != algo)
+                if (!x || !kind_eq(item_kind(x), kind))
                         break;
                 if (deliver_preset(c, c->next_item)) {
                         c->next_item++;
@@ -1026,7 +1044,7 @@ static int send_next(BusClient *c)
                 r = c->error;
                 goto fail;
         }
-        last = c->legacy || !next_fits(c, algo, n_sent + call->n);
+        last = c->legacy || !next_fits(c, kind, n_sent + call->n);
         if (c->error < 0) {
                 r = c->error;
                 goto fail;
@@ -1040,7 +1058,7 @@ static int send_next(BusClient *c)
         }
 
         if (!j) {
-                r = client_job_new(c, algo, &j);
+                r = client_job_new(c, kind, &j);
                 if (r < 0)
                         goto fail;
                 call->kind = CALL_HASH_FDS;

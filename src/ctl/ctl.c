@@ -115,6 +115,8 @@ static const char *const verb_help[][2] = {
           "40: sha1, 16: xxh64, 8: xxh32). Tagged lines name theirs. When no line matches, the other\n"
           "algorithms of that length are named once on stderr.\n\n"
           "  -a, --algorithm=ALGO   algorithm of untagged lines\n"
+          "  -l, --length BITS      length of untagged blake3 lines (b3sum --length BITS/8); blake2b\n"
+          "                         lines need none (BLAKE2b-256 tags, or the digest's own length)\n"
           "      --ignore-missing   do not fail or report status for missing files\n"
           "  -q, --quiet            do not print OK for each successfully verified file\n"
           "      --status           print nothing; the exit status says it all\n"
@@ -501,8 +503,12 @@ static int parse_params(Args *a)
         HashParams *p = &a->params;
         int r;
 
-        if (!streq(a->verb, "hash"))
-                return usage_error("--length, --keyed and --derive-key are options of hash");
+        bool check = streq(a->verb, "check");
+
+        if (check && (a->keyed || a->derive_key))
+                return usage_error("check: --keyed and --derive-key are options of hash (as b3sum --check takes neither)");
+        if (!streq(a->verb, "hash") && !check)
+                return usage_error("--length, --keyed and --derive-key are options of hash (--length: and check)");
         if (a->length) {
                 char *end = NULL;
                 unsigned long bits;
@@ -519,6 +525,9 @@ static int parse_params(Args *a)
         if (a->derive_key)
                 p->context = a->derive_key;
         p->keyed = a->keyed;
+        /* check -l without -a: the lines' own algorithms, those that take a length held to it. */
+        if (check && !a->algo_set)
+                return -1;
         r = hash_params_check(a->algo, p);
         if (r == -EOPNOTSUPP)
                 return usage_error("%s takes no %s (--length: blake2b, blake2s, blake3; --keyed, --derive-key: blake3)",
@@ -542,7 +551,8 @@ static int parse_params(Args *a)
                 if (r >= 0)
                         return r;
         }
-        a->has_params = p->out_len != 0 || p->keyed || p->context;
+        /* check takes each line's length from the manifest (ManifestEntry.out_len), not from here. */
+        a->has_params = !check && (p->out_len != 0 || p->keyed || p->context);
         return -1;
 }
 
@@ -807,8 +817,12 @@ static int check_load(CheckState *s, CheckManifest *cm)
                 cm->read_error = r;
                 return 0;
         }
-        return manifest_parse_hinted(buf, size, a->algo_set ? a->algo : _HASH_ALGO_INVALID,
-                                     manifest_algo_from_filename(cm->sumfile), a->zero, &cm->m);
+        return manifest_parse_with(buf, size,
+                                   &(ManifestParseOptions){ .algo = a->algo_set ? a->algo : _HASH_ALGO_INVALID,
+                                                            .hint = manifest_algo_from_filename(cm->sumfile),
+                                                            .length = a->params.out_len,
+                                                            .zero = a->zero },
+                                   &cm->m);
 }
 
 static int check_next(void *userdata, RunItem *ret)
@@ -842,7 +856,7 @@ static int check_next(void *userdata, RunItem *ret)
                                 cm->n_items++;
                                 s->last_algo = e->algo;
                                 *ret = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo,
-                                                  .expected = e->hex };
+                                                  .out_len = e->out_len, .expected = e->hex };
                                 return 1;
                         }
                         s->pull_phase = 2;

@@ -11,7 +11,7 @@ _fhashctl()
     local -A opts=(
         [audit]="-a --algorithm -q --quiet --status --json --update --progress --no-progress --no-cache --io"
         [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag --untagged -b --binary -t --text --no-names --raw -l --length --keyed --derive-key -c --check -z --zero --json --progress --no-progress --no-cache --io"
-        [check]="-a --algorithm --ignore-missing -q --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io"
+        [check]="-a --algorithm -l --length --ignore-missing -q --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io"
         [watch]="--progress --no-progress"
     )
 

@@ -115,21 +115,28 @@ static int name_copy(const char *s, size_t len, bool escaped, char **ret)
         return 0;
 }
 
-static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo)
+/* The digest of algo is out_len bytes (0: its default) and its hex is n digits at hex. */
+static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo, uint32_t out_len)
 {
-        if (n != 2 * hash_algo_digest_size(algo) || n >= sizeof(e->hex) || hex_span(hex, n) != n)
+        size_t size = out_len ? out_len : hash_algo_digest_size(algo);
+
+        if (out_len && hash_params_digest_size(algo, &(HashParams){ .out_len = out_len }) != out_len)
+                return -EINVAL;
+        if (n != 2 * size || n >= sizeof(e->hex) || hex_span(hex, n) != n)
                 return -EINVAL;
         for (size_t i = 0; i < n; i++)
                 e->hex[i] = (char)tolower((unsigned char)hex[i]);
         e->hex[n] = '\0';
         e->algo = algo;
+        e->out_len = size == hash_algo_digest_size(algo) ? 0 : (uint32_t)size;
         return 0;
 }
 
 /* "TAG (NAME) = HEX"; returns -EAGAIN if the line does not start with a known tag. */
-static int parse_tagged(const char *s, size_t len, bool escaped, HashAlgo want, ManifestEntry *e)
+static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestParseOptions *o, ManifestEntry *e)
 {
         size_t t = 0, i, close;
+        uint32_t out_len = 0;
         HashAlgo a;
         int r;
 
@@ -140,10 +147,11 @@ static int parse_tagged(const char *s, size_t len, bool escaped, HashAlgo want, 
                 i++;
         if (t == 0 || i >= len || s[i] != '(')
                 return -EAGAIN;
-        a = hash_algo_from_tag(s, t);
+        a = hash_params_from_tag(s, t, &out_len);
         if (a < 0)
                 return -EAGAIN;
-        if (want >= 0 && a != want)
+        /* The tag says the length; -l does not change it (b2sum -l N -c neither). */
+        if (o->algo >= 0 && a != o->algo)
                 return -EINVAL;
         i++;
 
@@ -164,21 +172,32 @@ static int parse_tagged(const char *s, size_t len, bool escaped, HashAlgo want, 
         while (h < len && (s[h] == ' ' || s[h] == '\t'))
                 h++;
 
-        r = set_hex(e, s + h, len - h, a);
+        r = set_hex(e, s + h, len - h, a, out_len);
         if (r < 0)
                 return r;
         return name_copy(s + i, close - i, escaped, &e->name);
 }
 
-static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want, HashAlgo hint,
-                          ManifestEntry *e)
+/* The length of an untagged line of a: for -a blake2b/blake2s the line's own, whatever -l says
+ * (as b2sum -c, with or without -l); for BLAKE3 -l's (b3sum --check has no --length); 0 for the
+ * default. */
+static uint32_t untagged_length(HashAlgo a, size_t n, const ManifestParseOptions *o)
 {
-        HashAlgo a = want;
+        if (!(hash_algo_params(a) & HASH_PARAM_LENGTH))
+                return 0;
+        if (a == o->algo && (a == HASH_BLAKE2B || a == HASH_BLAKE2S))
+                return n % 2 == 0 && n / 2 >= 1 && n / 2 <= hash_algo_digest_max(a) ? (uint32_t)(n / 2) : 0;
+        return o->length;
+}
+
+static int parse_untagged(const char *s, size_t len, bool escaped, const ManifestParseOptions *o, ManifestEntry *e)
+{
+        HashAlgo a = o->algo, hint = o->hint;
         size_t n, i;
         int r;
 
         if (len > 5 && memcmp(s, "XXH3_", 5) == 0) {
-                if (want >= 0 && want != HASH_XXH3)
+                if (o->algo >= 0 && o->algo != HASH_XXH3)
                         return -EINVAL;
                 a = HASH_XXH3;
                 s += 5;
@@ -194,7 +213,7 @@ static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want
                 a = algo_from_hex_len(n);
         if (a < 0)
                 return -EINVAL;
-        r = set_hex(e, s, n, a);
+        r = set_hex(e, s, n, a, untagged_length(a, n, o));
         if (r < 0)
                 return r;
         i = n + 1;
@@ -203,7 +222,7 @@ static int parse_untagged(const char *s, size_t len, bool escaped, HashAlgo want
         return name_copy(s + i, len - i, escaped, &e->name);
 }
 
-static int parse_line(const char *line, size_t len, HashAlgo algo, HashAlgo hint, ManifestEntry *ret)
+static int parse_line(const char *line, size_t len, const ManifestParseOptions *o, ManifestEntry *ret)
 {
         ManifestEntry e = { .algo = _HASH_ALGO_INVALID };
         bool escaped = false;
@@ -220,10 +239,10 @@ static int parse_line(const char *line, size_t len, HashAlgo algo, HashAlgo hint
                 line++, len--;
         }
 
-        r = parse_tagged(line, len, escaped, algo, &e);
+        r = parse_tagged(line, len, escaped, o, &e);
         e.tagged = r != -EAGAIN;
         if (r == -EAGAIN)
-                r = parse_untagged(line, len, escaped, algo, hint, &e);
+                r = parse_untagged(line, len, escaped, o, &e);
         if (r < 0) {
                 free(e.name);
                 return r;
@@ -234,16 +253,19 @@ static int parse_line(const char *line, size_t len, HashAlgo algo, HashAlgo hint
 
 int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret)
 {
-        return parse_line(line, len, algo, _HASH_ALGO_INVALID, ret);
+        return parse_line(line, len, &(ManifestParseOptions){ .algo = algo, .hint = _HASH_ALGO_INVALID }, ret);
 }
 
 int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret)
 {
-        return manifest_parse_hinted(buf, size, algo, _HASH_ALGO_INVALID, zero, ret);
+        return manifest_parse_with(buf, size,
+                                   &(ManifestParseOptions){ .algo = algo, .hint = _HASH_ALGO_INVALID, .zero = zero },
+                                   ret);
 }
 
-int manifest_parse_hinted(const char *buf, size_t size, HashAlgo algo, HashAlgo hint, bool zero, Manifest **ret)
+int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret)
 {
+        bool zero = o->zero;
         _cleanup_free_ Manifest *m = NULL;
         size_t entries_alloc = 0, bad_alloc = 0;
         unsigned lineno = 0;
@@ -262,7 +284,7 @@ int manifest_parse_hinted(const char *buf, size_t size, HashAlgo algo, HashAlgo 
                 off += len + (nl ? 1 : 0);
                 lineno++;
 
-                r = parse_line(p, len, algo, hint, &e);
+                r = parse_line(p, len, o, &e);
                 if (r == -ENOMEM)
                         break;
                 if (r == 0)

@@ -25,11 +25,17 @@
  * A line is never taken because another algorithm of its length would match: the caller can only
  * hint (fhashctl says which -a to try when every line of a manifest fails). A tagged line whose
  * tag differs from a given -a is improperly formatted, as with sha256sum -c.
+ *
+ * Digest lengths, as b2sum -c reads them: a tag may carry one ("BLAKE2b-256", "BLAKE2s-128"), and
+ * untagged lines of -a blake2b or blake2s may have any length the algorithm takes (b2sum -c infers
+ * it from the hex, with or without -l). -l (ManifestParseOptions.length) sets the length of untagged
+ * BLAKE3 lines, which otherwise have the default one (b3sum --check takes no --length).
  */
 
 typedef struct ManifestEntry {
         char *name;              /* unescaped */
         HashAlgo algo;
+        uint32_t out_len;        /* digest bytes when not the algorithm's default (BLAKE2b-256), else 0 */
         char hex[HASH_HEX_MAX];  /* lower case */
         unsigned line;           /* from 1 */
         bool tagged;             /* the line named its algorithm */
@@ -50,8 +56,15 @@ int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEnt
  * algo is _HASH_ALGO_INVALID when not given. Never fails on content: bad lines are counted.
  * Returns 0 or -ENOMEM. */
 int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret);
-/* The same, taking hint (or _HASH_ALGO_INVALID) for untagged lines of its digest length. */
-int manifest_parse_hinted(const char *buf, size_t size, HashAlgo algo, HashAlgo hint, bool zero, Manifest **ret);
+typedef struct ManifestParseOptions {
+        HashAlgo algo;    /* -a, or _HASH_ALGO_INVALID */
+        HashAlgo hint;    /* the manifest's name says (manifest_algo_from_filename()), or _HASH_ALGO_INVALID */
+        uint32_t length;  /* -l: digest bytes for algorithms that take a length; 0: none given */
+        bool zero;        /* lines end with NUL */
+} ManifestParseOptions;
+
+/* manifest_parse() with every option. */
+int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret);
 /* The algorithm a manifest's name says, as the tools that write them name them, or _HASH_ALGO_INVALID. */
 HashAlgo manifest_algo_from_filename(const char *path);
 /* Reads a whole manifest ("-": standard input) into a malloc'd buffer. Returns 0 or -errno. */

@@ -206,6 +206,7 @@ typedef struct LocalRun LocalRun;
 /* One engine job: up to a step's files of one algorithm; map[k] is the item of its k-th input. */
 typedef struct LocalBatch {
         LocalRun *run;
+        uint32_t out_len;         /* RunItem.out_len of its items */
         struct LocalBatch *next;  /* LocalRun.running */
         EngineJob *job;
         size_t *map;
@@ -303,6 +304,8 @@ static void local_progress(LocalRun *run, Progress *p)
         progress_update(p, &s);
 }
 
+static int local_start(LocalRun *run, LocalBatch *b);
+
 /* Adds item i to the filling batch of its algorithm. */
 static int local_add(LocalRun *run, const RunItem *it, size_t i)
 {
@@ -322,15 +325,26 @@ static int local_add(LocalRun *run, const RunItem *it, size_t i)
                 run->e = e;
         }
         b = run->filling[a];
+        if (b && b->out_len != it->out_len) {
+                /* Another length of the algorithm: the batch so far goes, a new one starts. */
+                run->filling[a] = NULL;
+                r = local_start(run, b);
+                if (r < 0)
+                        return r;
+                b = NULL;
+        }
         if (!b) {
+                HashParams len = { .out_len = it->out_len };
+
                 b = calloc(1, sizeof(*b));
                 if (!b)
                         return -ENOMEM;
                 b->run = run;
+                b->out_len = it->out_len;
                 r = engine_job_new(run->e, a,
                                    &(EngineJobOptions){ .dontcache = run->read->dontcache,
                                                         .strategy = run->read->strategy,
-                                                        .params = run->read->params,
+                                                        .params = it->out_len ? &len : run->read->params,
                                                         .algos = run->read->algos },
                                    &b->job);
                 if (r < 0) {
@@ -365,23 +379,28 @@ static int local_add(LocalRun *run, const RunItem *it, size_t i)
         return 0;
 }
 
-static int local_start_filling(LocalRun *run)
+static int local_start(LocalRun *run, LocalBatch *b)
 {
         static const EngineJobCallbacks callbacks = {
                 .file_done = local_file_done,
                 .job_done = local_job_done,
         };
 
+        /* On the list first: whatever happens, finish frees it from there. */
+        b->next = run->running;
+        run->running = b;
+        return engine_job_start(b->job, &callbacks, b);
+}
+
+static int local_start_filling(LocalRun *run)
+{
         for (size_t a = 0; a < ELEMENTSOF(run->filling); a++) {
                 LocalBatch *b = TAKE_PTR(run->filling[a]);
                 int r;
 
                 if (!b)
                         continue;
-                /* On the list first: whatever happens, finish frees it from there. */
-                b->next = run->running;
-                run->running = b;
-                r = engine_job_start(b->job, &callbacks, b);
+                r = local_start(run, b);
                 if (r < 0)
                         return r;
         }

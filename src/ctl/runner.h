@@ -14,6 +14,8 @@ typedef struct RunItem {
         const char *name;      /* what the user sees */
         const char *path;      /* what is opened; "-" is standard input */
         HashAlgo algo;
+        uint32_t out_len;      /* digest bytes where not the default (a BLAKE2b-256 line), else 0: hashed
+                                * with this length instead of RunReadOptions.params, in jobs of its own */
         const char *expected;  /* lower-case hex to compare with, or NULL */
         int error;             /* -errno known before hashing (from the walk): delivered in order, not hashed */
         const char *note;      /* non-NULL: skipped on purpose (from the walk), a static reason: delivered

@@ -136,6 +136,33 @@ for mode in "${modes[@]}"; do
         "$FHASHCTL" $mode hash $bad -- 'sp ace' < "$tmp/key" > /dev/null 2> "$tmp/err"
         [ $? = 2 ] && [ -s "$tmp/err" ] || fail "$mode: hash $bad must be a usage error: $(cat "$tmp/err")"
     done
+    # check reads b2sum -l lines as b2sum -c does: the length from the tag, or from the hex of an
+    # untagged line of -a blake2b (with or without -l); BLAKE3 lines of another length with -l.
+    { b2sum --tag -l 256 -- "${p[@]}"; b2sum --tag -l 8 -- 'sp ace'; b2sum --tag -- 'empty'; } > "$tmp/b2tag"
+    { b2sum -l 256 -- "${p[@]}"; b2sum -l 128 -- 'sp ace'; } > "$tmp/b2len"
+    for m in "b2tag" "b2len"; do
+        b2sum -c "$tmp/$m" > "$tmp/ref" 2>&1; ref_rc=$?
+        "$FHASHCTL" $mode check -a blake2b "$tmp/$m" > "$tmp/out" 2>&1; rc=$?
+        [ "$rc" = "$ref_rc" ] && cmp -s "$tmp/ref" "$tmp/out" || fail "$mode: check -a blake2b $m differs from b2sum -c: $(diff "$tmp/ref" "$tmp/out")"
+        "$FHASHCTL" $mode check -a blake2b -l 512 "$tmp/$m" > "$tmp/out" 2>&1 && cmp -s "$tmp/ref" "$tmp/out" ||
+            fail "$mode: check -a blake2b -l 512 $m differs from b2sum -c"
+    done
+    "$FHASHCTL" $mode check "$tmp/b2tag" > "$tmp/out" 2>&1 && b2sum -c "$tmp/b2tag" 2>&1 | cmp -s - "$tmp/out" ||
+        fail "$mode: check of b2sum --tag -l lines without -a"
+    sed '1s/^\([0-9a-f]\)/\1\1/; 1s/^\(.\{64\}\)./\1/' "$tmp/b2len" > "$tmp/b2bad"   # a changed digest
+    b2sum -c "$tmp/b2bad" > "$tmp/ref" 2>&1; ref_rc=$?
+    "$FHASHCTL" $mode check -a blake2b "$tmp/b2bad" > "$tmp/out" 2>&1; rc=$?
+    [ "$rc" = "$ref_rc" ] && [ "$rc" = 1 ] && sed 's/^b2sum:/fhashctl:/' "$tmp/ref" | cmp -s - "$tmp/out" ||
+        fail "$mode: a changed b2sum -l 256 line: rc $rc (b2sum $ref_rc): $(diff "$tmp/ref" "$tmp/out")"
+    b3sum --length 16 -- "${p[@]}" > "$tmp/b3len"
+    "$FHASHCTL" $mode check -a blake3 -l 128 "$tmp/b3len" > "$tmp/out" 2>&1 || fail "$mode: check -a blake3 -l 128 of b3sum --length 16: $(cat "$tmp/out")"
+    [ "$(grep -c ': OK$' "$tmp/out")" = "${#p[@]}" ] || fail "$mode: check -a blake3 -l 128: $(cat "$tmp/out")"
+    "$FHASHCTL" $mode check -a blake3 "$tmp/b3len" > /dev/null 2>&1 && fail "$mode: 128-bit BLAKE3 lines taken without -l"
+    for bad in "--keyed" "-a blake3 --derive-key x" "-a sha256 -l 256"; do
+        # shellcheck disable=SC2086
+        "$FHASHCTL" $mode check $bad "$tmp/b3len" < "$tmp/key" > /dev/null 2> "$tmp/err"
+        [ $? = 2 ] && [ -s "$tmp/err" ] || fail "$mode: check $bad must be a usage error: $(cat "$tmp/err")"
+    done
     sha256sum -b -- 'sp ace' 'big file' > "$tmp/bsum"
     "$FHASHCTL" $mode hash -c "$tmp/bsum" > "$tmp/out" 2>/dev/null || fail "$mode: hash -c of sha256sum -b lines"
     sha256sum -c "$tmp/bsum" | cmp -s - "$tmp/out" || fail "$mode: hash -c differs from sha256sum -c"
