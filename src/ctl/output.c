@@ -267,71 +267,26 @@ int output_write_json_string(FILE *f, const char *s)
         return putc('"', f) == EOF ? -EIO : 0;
 }
 
-int output_write_json_skipped(FILE *f, const char *name, HashAlgo a, const char *reason)
+/* The JSON writers' one object: {"name":…,"algorithm":…, then "digest" (one algorithm, set NULL) or
+ * "digests" (a set: an object by algorithm name), "size", "error", and "skipped" when given. hex
+ * NULL: the digest(s) and size are null. */
+static int json_result(FILE *f, const char *name, const char *algo, const HashAlgoSet *set, const char *hex,
+                       uint64_t size, const char *error, const char *skipped)
 {
-        const char *algo = hash_algo_to_string(a);
         int r;
 
-        if (!algo)
-                return -EINVAL;
         if (fputs("{\"name\":", f) == EOF)
                 return -EIO;
         r = output_write_json_string(f, name);
         if (r < 0)
                 return r;
-        if (fprintf(f, ",\"algorithm\":\"%s\",\"digest\":null,\"size\":null,\"error\":null,\"skipped\":", algo) < 0)
+        if (fprintf(f, ",\"algorithm\":\"%s\",\"%s\":", algo, set ? "digests" : "digest") < 0)
                 return -EIO;
-        r = output_write_json_string(f, reason ? reason : "skipped");
-        if (r < 0)
-                return r;
-        return fputs("}\n", f) == EOF ? -EIO : 0;
-}
-
-int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
-                             const char *error)
-{
-        const char *algo = hash_algo_to_string(a);
-        int r;
-
-        if (!algo)
-                return -EINVAL;
-        if (fputs("{\"name\":", f) == EOF)
-                return -EIO;
-        r = output_write_json_string(f, name);
-        if (r < 0)
-                return r;
-        if (fprintf(f, ",\"algorithm\":\"%s\",\"digest\":", algo) < 0)
-                return -EIO;
-        if (hex)
-                r = fprintf(f, "\"%s\",\"size\":%" PRIu64, hex, size);
-        else
+        if (!hex)
                 r = fputs("null,\"size\":null", f);
-        if (r < 0)
-                return -EIO;
-        if (fputs(",\"error\":", f) == EOF)
-                return -EIO;
-        r = error ? output_write_json_string(f, error) : (fputs("null", f) == EOF ? -EIO : 0);
-        if (r < 0)
-                return r;
-        return fputs("}\n", f) == EOF ? -EIO : 0;
-}
-
-int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *set, const char *hex, uint64_t size,
-                                 const char *error, const char *skipped)
-{
-        char names[HASH_SET_NAMES_MAX];
-        int r;
-
-        if (!hash_algo_set_format(set, names, sizeof(names)) || (hex && !hash_set_hex_valid(set, hex)))
-                return -EINVAL;
-        if (fputs("{\"name\":", f) == EOF)
-                return -EIO;
-        r = output_write_json_string(f, name);
-        if (r < 0)
-                return r;
-        if (fprintf(f, ",\"algorithm\":\"%s\",\"digests\":", names) < 0)
-                return -EIO;
-        if (hex) {
+        else if (!set)
+                r = fprintf(f, "\"%s\",\"size\":%" PRIu64, hex, size);
+        else {
                 for (unsigned i = 0; i < set->n; i++) {
                         size_t n = strcspn(hex, ",");
 
@@ -341,23 +296,47 @@ int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *s
                         hex += n + (hex[n] == ',');
                 }
                 r = fprintf(f, "},\"size\":%" PRIu64, size);
-        } else
-                r = fputs("null,\"size\":null", f);
-        if (r < 0)
-                return -EIO;
-        if (fputs(",\"error\":", f) == EOF)
+        }
+        if (r < 0 || fputs(",\"error\":", f) == EOF)
                 return -EIO;
         r = error ? output_write_json_string(f, error) : (fputs("null", f) == EOF ? -EIO : 0);
-        if (r < 0)
-                return r;
-        if (skipped) {
+        if (r >= 0 && skipped) {
                 if (fputs(",\"skipped\":", f) == EOF)
                         return -EIO;
                 r = output_write_json_string(f, skipped);
-                if (r < 0)
-                        return r;
         }
+        if (r < 0)
+                return r;
         return fputs("}\n", f) == EOF ? -EIO : 0;
+}
+
+int output_write_json_skipped(FILE *f, const char *name, HashAlgo a, const char *reason)
+{
+        const char *algo = hash_algo_to_string(a);
+
+        if (!algo)
+                return -EINVAL;
+        return json_result(f, name, algo, NULL, NULL, 0, NULL, reason ? reason : "skipped");
+}
+
+int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
+                             const char *error)
+{
+        const char *algo = hash_algo_to_string(a);
+
+        if (!algo)
+                return -EINVAL;
+        return json_result(f, name, algo, NULL, hex, size, error, NULL);
+}
+
+int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *set, const char *hex, uint64_t size,
+                                 const char *error, const char *skipped)
+{
+        char names[HASH_SET_NAMES_MAX];
+
+        if (!hash_algo_set_format(set, names, sizeof(names)) || (hex && !hash_set_hex_valid(set, hex)))
+                return -EINVAL;
+        return json_result(f, name, names, set, hex, size, error, skipped);
 }
 
 int output_write_set_digests(FILE *f, bool zero, const HashAlgoSet *set, const char *name, const char *hex)
