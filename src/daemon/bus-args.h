@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bus-args.h: what the method handlers read from a call: caller, fds, algorithm, paths, a{sv} options */
+/* bus-args.h: what the method handlers read from a call: caller, fds, paths (bus-options.h: the rest) */
 #pragma once
 
 #include <stdbool.h>
@@ -39,57 +39,6 @@ int bus_check_accepting(Context *c, sd_bus_error *error);
  * by uid: Busy with the numbers. Returns the negative errno to return from the handler. */
 int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n, sd_bus_error *error);
 
-typedef struct HashOptions {
-        char **names;       /* "names": as, one label per input */
-        char **expected;    /* "expected": as, one hex digest (or "") per input; lower-cased */
-        uint64_t max_size;  /* "max-size": t, 0 = none */
-        bool dontcache;     /* "dontcache": b */
-        bool more;          /* "more": b, more inputs follow through the job's AddFds() */
-        EngineReadStrategy strategy;  /* "strategy": s, auto|read|mmap|direct (engine.h) */
-        /* "length": u, digest bits (b2sum -l, cksum -l; b3sum --length N is 8N); "key": ay, BLAKE3's
-         * 32-byte key (b3sum --keyed); "derive-key": s, a BLAKE3 context (b3sum --derive-key). Never
-         * logged; the key is wiped by hash_options_done(). */
-        bool has_params;
-        HashParams params;  /* params.context points to context */
-        char *context;
-} HashOptions;
-
-/* Which keys a call accepts. */
-typedef enum HashOptionKey {
-        HASH_OPTION_NAMES = 1u << 0,
-        HASH_OPTION_EXPECTED = 1u << 1,
-        HASH_OPTION_MAX_SIZE = 1u << 2,
-        HASH_OPTION_DONTCACHE = 1u << 3,
-        HASH_OPTION_MORE = 1u << 4,
-        HASH_OPTION_STRATEGY = 1u << 5,
-        HASH_OPTION_LENGTH = 1u << 6,
-        HASH_OPTION_KEY = 1u << 7,
-        HASH_OPTION_DERIVE_KEY = 1u << 8,
-} HashOptionKey;
-
-#define HASH_OPTIONS_HASH_PATHS                                                                            \
-        (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MAX_SIZE | HASH_OPTION_DONTCACHE |           \
-         HASH_OPTION_STRATEGY | HASH_OPTION_LENGTH | HASH_OPTION_KEY | HASH_OPTION_DERIVE_KEY)
-#define HASH_OPTIONS_HASH_FDS (HASH_OPTIONS_HASH_PATHS | HASH_OPTION_MORE)
-/* The rest are the job's, set once by HashFds. */
-#define HASH_OPTIONS_ADD_FDS (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MORE)
-
-void hash_options_done(HashOptions *o);
-
-/* Reads the a{sv}. A key that is unknown or not in allowed (HashOptionKey bits), or a wrong variant
- * type, is InvalidArgs naming the key. Then checks the arrays against n_inputs, the parameters
- * against algo, and the digests against algo with the parameters (job_params, an existing job's,
- * when the call cannot set them). */
-int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet *algos, const HashParams *job_params,
-                          unsigned allowed, HashOptions *ret, sd_bus_error *error);
-/* Reads the "s" algorithm, one name or several separated by ',' ("sha256,blake3": each file is read
- * once and hashed with each): InvalidArgs naming the known ones for an unknown one, and for too
- * many or a repeated one. */
-int bus_read_algorithm(sd_bus_message *m, HashAlgoSet *ret, sd_bus_error *error);
-/* The tail of HashFds and HashPaths: the algorithm, then the options for it. */
-int bus_read_algorithm_and_options(sd_bus_message *m, size_t n_inputs, unsigned allowed, HashAlgoSet *ret_algos,
-                                   HashOptions *ret, sd_bus_error *error);
-
 /* One input of a Hash call, checked before it is added to a job. */
 typedef struct HashInput {
         int fd;                  /* an fd input: our own dup; -EBADF otherwise or when refused */
@@ -122,6 +71,14 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
  * fhashd cannot see are refused (AccessDenied, per file). */
 int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
                   sd_bus_error *error);
+
+/* Reads an "as" of at most max strings of at most max_len bytes each, in time linear in what it
+ * reads, and stops at the first entry too many: sd_bus_message_read_strv() appends through
+ * strv_extend(), which walks the vector each time, so 200,000 empty names held the event loop for
+ * 12 s. An empty array gives an empty vector, never NULL. -E2BIG (and no error set) at entry
+ * max + 1; what names the argument in the error for a string too long. */
+int bus_read_strv_bounded(sd_bus_message *m, const char *what, size_t max, size_t max_len, char ***ret,
+                          sd_bus_error *error);
 
 /* Bytes of s to echo in an error message: at most max, cut at a UTF-8 character boundary (a cut
  * inside a character makes the whole message invalid UTF-8, which sd-bus refuses to send, and the

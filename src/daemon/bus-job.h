@@ -6,6 +6,7 @@
 #include <systemd/sd-bus.h>
 
 #include "daemon/bus-args.h"
+#include "daemon/bus-options.h"
 #include "daemon/context.h"
 #include "daemon/job.h"
 

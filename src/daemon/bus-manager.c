@@ -11,6 +11,7 @@
 #include "basic/strv.h"
 #include "build-config.h"
 #include "daemon/bus-args.h"
+#include "daemon/bus-options.h"
 #include "daemon/bus-job.h"
 #include "daemon/bus-manager.h"
 #include "daemon/peer.h"

@@ -20,89 +20,6 @@ static const char *const job_state_table[_JOB_STATE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(job_state, JobState, job_state_table, _JOB_STATE_MAX, _JOB_STATE_INVALID)
 
-/* One call's inputs that need the engine, as one EngineJob. The engine numbers only the inputs it
- * was given (inputs that failed up front have no engine index), so engine_to_input maps its
- * numbering back to the job's. */
-struct JobPart {
-        Job *job;
-        JobPart *next, *prev;  /* Job.parts, once started, oldest first */
-        EngineJob *engine_job;
-        uint32_t *engine_to_input;
-        size_t n_engine_inputs, n_alloc;
-        /* What job_update_progress() last read of it: counted in Job.live_bytes_*. */
-        uint64_t seen_done, seen_total;
-};
-
-static JobPart *part_free(JobPart *p)
-{
-        if (!p)
-                return NULL;
-        /* Unref first: the engine then stops calling back into this part. */
-        engine_job_unref(p->engine_job);
-        free(p->engine_to_input);
-        free(p);
-        return NULL;
-}
-
-/* Appends: parts are started, and so begun by the engine, oldest first. */
-static void part_link(Job *j, JobPart *p)
-{
-        p->next = NULL;
-        p->prev = j->parts_tail;
-        if (j->parts_tail)
-                j->parts_tail->next = p;
-        else
-                j->parts = p;
-        j->parts_tail = p;
-}
-
-/* Reads p's progress into the job's running totals; returns whether the engine has begun p. */
-static bool part_poll(Job *j, JobPart *p, EngineJobProgress *ret)
-{
-        EngineJobProgress pr = {};
-
-        engine_job_get_progress(p->engine_job, &pr);
-        j->live_bytes_done = j->live_bytes_done - p->seen_done + pr.bytes_done;
-        j->live_bytes_total = j->live_bytes_total - p->seen_total + pr.bytes_total;
-        p->seen_done = pr.bytes_done;
-        p->seen_total = pr.bytes_total;
-        if (ret)
-                *ret = pr;
-        return pr.running;
-}
-
-/* The engine is done with p (or p is dropped): its last numbers move to the job's own counters and
- * p goes, in O(1) whatever the number of parts. Returns whether the engine had begun it. */
-static bool part_retire(Job *j, JobPart *p)
-{
-        EngineJobProgress pr = {};
-
-        (void)part_poll(j, p, &pr);
-        j->live_bytes_done -= p->seen_done;
-        j->live_bytes_total -= p->seen_total;
-        j->parts_bytes_done += pr.bytes_done;
-        j->parts_bytes_total += MAX(pr.bytes_total, pr.bytes_done);
-
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                j->parts = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        else
-                j->parts_tail = p->prev;
-        part_free(p);
-        return pr.running;
-}
-
-/* Drops every started part: the engine cancels what still runs, without further callbacks. */
-static void job_drop_parts(Job *j)
-{
-        while (j->parts)
-                /* part_retire() unlinks the part before it frees it; the analyzer loses the unlink. */
-                (void)part_retire(j, j->parts); // NOLINT(clang-analyzer-unix.Malloc)
-}
-
 static void job_send_results(const uint32_t *indices, size_t n, void *userdata)
 {
         Job *j = userdata;
@@ -182,8 +99,8 @@ Job *job_free(Job *j)
         c = j->context;
 
         /* Parts before anything else: the engine then stops calling back into this job. */
-        job_drop_parts(j);
-        j->new_part = part_free(j->new_part);
+        job_parts_drop(&j->parts);
+        j->new_part = job_part_free(j->new_part);
         sd_event_source_disable_unref(j->finish_defer);
         sd_event_source_disable_unref(j->linger_timer);
         owner_release(&j->owner_ref);
@@ -229,7 +146,7 @@ int job_begin_inputs(Job *j, size_t n, uint32_t *ret_first)
 
 void job_abort_inputs(Job *j)
 {
-        j->new_part = part_free(j->new_part);
+        j->new_part = job_part_free(j->new_part);
         for (size_t i = j->n_committed; i < j->results.n_inputs; i++) {
                 const JobResult *res = &j->results.items[i];
                 const char *e = j->results.expected ? j->results.expected[i] : NULL;
@@ -290,26 +207,11 @@ int job_set_expected(Job *j, size_t i, const char *hex)
 /* The part of the current call, made when its first input needs the engine. */
 static int job_get_new_part(Job *j, JobPart **ret)
 {
-        JobPart *p;
-        int r;
-
         if (!j->new_part) {
-                p = calloc(1, sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                p->job = j;
-                p->n_alloc = (size_t)(j->results.n_inputs - j->n_committed);
-                p->engine_to_input = calloc(p->n_alloc, sizeof(uint32_t));
-                if (!p->engine_to_input) {
-                        part_free(p);
-                        return -ENOMEM;
-                }
-                r = engine_job_new(j->context->engine, j->algo, &j->engine_options, &p->engine_job);
-                if (r < 0) {
-                        part_free(p);
+                int r = job_part_new(j->context->engine, j->algo, &j->engine_options,
+                                     (size_t)(j->results.n_inputs - j->n_committed), j, &j->new_part);
+                if (r < 0)
                         return r;
-                }
-                j->new_part = p;
         }
         *ret = j->new_part;
         return 0;
@@ -338,10 +240,8 @@ int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path)
                 return r;
         }
         j->results.items[i].holds_fd = fd >= 0;
-        /* The engine owns fd now, and numbered the input r: one number per input of the call. */
-        assert((size_t)r < p->n_alloc);
-        p->engine_to_input[r] = (uint32_t)i;
-        p->n_engine_inputs = MAX(p->n_engine_inputs, (size_t)r + 1);
+        /* The engine owns fd now, and numbered the input r. */
+        job_part_map(p, (size_t)r, (uint32_t)i);
         return 0;
 }
 
@@ -392,8 +292,8 @@ static bool job_refresh_progress(Job *j, bool running)
         uint32_t n = j->results.n_inputs;
         double progress;
 
-        bytes_done = MAX(j->parts_bytes_done + j->live_bytes_done, j->bytes_done);
-        bytes_total = MAX(j->parts_bytes_total + j->live_bytes_total, bytes_done);
+        bytes_done = MAX(job_parts_bytes_done(&j->parts), j->bytes_done);
+        bytes_total = MAX(job_parts_bytes_total(&j->parts), bytes_done);
         /* A total only grows, but across parts a total seen mid-read can exceed the sum once the
          * part is done (a file that shrank): never show less than before. */
         bytes_total = MAX(bytes_total, j->bytes_total);
@@ -435,13 +335,13 @@ bool job_update_progress(Job *j)
         bool running = false;
 
         /* Nothing left for the engine and nothing to come: the numbers cannot move any more. */
-        if (job_is_finished(j) || (!j->parts && !j->open))
+        if (job_is_finished(j) || (!j->parts.head && !j->open))
                 return false;
         /* The engine begins a job's parts in the order they were started: those it can be working
          * on are the oldest, up to the first it has not begun (which, like all after it, has read
          * nothing yet). So this costs the parts in flight, not all of them. */
-        for (JobPart *p = j->parts; p; p = p->next) {
-                if (!part_poll(j, p, NULL))
+        for (JobPart *p = j->parts.head; p; p = p->next) {
+                if (!job_parts_poll(&j->parts, p, NULL))
                         break;
                 running = true;
         }
@@ -485,7 +385,7 @@ static void job_finish(Job *j, bool cancelled)
 static void on_file_done(EngineJob *ej, const EngineFileResult *r, void *userdata)
 {
         JobPart *p = userdata;
-        Job *j = p->job;
+        Job *j = p->owner;
         size_t i;
 
         if (r->index >= p->n_engine_inputs)
@@ -502,7 +402,7 @@ static void on_file_done(EngineJob *ej, const EngineFileResult *r, void *userdat
 static void on_job_done(EngineJob *ej, EngineJobResult result, void *userdata)
 {
         JobPart *p = userdata;
-        Job *j = p->job;
+        Job *j = p->owner;
         bool running;
 
         /* Anything the engine did not report (it should report every input) fails rather than
@@ -520,12 +420,12 @@ static void on_job_done(EngineJob *ej, EngineJobResult result, void *userdata)
         }
         if (result == ENGINE_JOB_CANCELLED)
                 j->cancelled = true;
-        running = part_retire(j, p);
+        running = job_parts_retire(&j->parts, p);
         (void)job_refresh_progress(j, running);
 
-        if (!j->open && !j->parts)
+        if (!j->open && !j->parts.head)
                 job_finish(j, j->cancelled);
-        else if (!j->parts)
+        else if (!j->parts.head)
                 /* Open and idle: a client that keeps a bounded number of files in flight sends
                  * more only once it has these results. Holding them for a fuller batch or for
                  * JOB_BATCH_USEC would stall it for nothing. */
@@ -555,7 +455,7 @@ static void on_owner_gone(OwnerRef *ref)
                 /* Dropping our references cancels the engine side at once, without further
                  * callbacks, and releases its fds and buffers; there is nobody left to send results
                  * to. */
-                job_drop_parts(j);
+                job_parts_drop(&j->parts);
                 j->finish_defer = sd_event_source_disable_unref(j->finish_defer);
                 for (size_t i = 0; i < j->n_committed; i++)
                         if (!j->results.items[i].done) {
@@ -590,10 +490,10 @@ static int job_commit(Job *j)
                 if (r < 0)
                         return r;
                 /* Nothing fails from here on. */
-                part_link(j, p);
+                job_parts_link(&j->parts, p);
                 j->new_part = NULL;
         } else
-                j->new_part = part_free(j->new_part);
+                j->new_part = job_part_free(j->new_part);
 
         for (size_t i = j->n_committed; i < j->results.n_inputs; i++)
                 if (j->results.items[i].error)
@@ -606,7 +506,7 @@ static int job_commit(Job *j)
  * of the call that closed it went out. */
 static int job_maybe_finish_later(Job *j)
 {
-        if (j->open || j->parts || j->finish_defer || job_is_finished(j))
+        if (j->open || j->parts.head || j->finish_defer || job_is_finished(j))
                 return 0;
         return sd_event_add_defer(j->context->event, &j->finish_defer, on_finish_defer, j);
 }
@@ -637,7 +537,7 @@ int job_start(Job *j, sd_bus *bus)
         j->started = true;
         j->start_usec = now_usec();
         /* Open and idle (every input failed up front): running, waiting for more. */
-        if (j->open && !j->parts)
+        if (j->open && !j->parts.head)
                 j->state = JOB_RUNNING;
         return 0;
 }
@@ -660,7 +560,7 @@ int job_commit_inputs(Job *j, bool more)
                                           j->entry.id);
                         job_finish(j, j->cancelled);
                 }
-        } else if (!j->parts)
+        } else if (!j->parts.head)
                 job_set_running(j);
         return 0;
 }
@@ -671,9 +571,9 @@ void job_cancel(Job *j)
                 return;
         j->open = false;
         j->cancelled = true;
-        if (j->parts)
+        if (j->parts.head)
                 /* The engine reports every unfinished file CANCELLED, then job_done, per part. */
-                for (JobPart *p = j->parts; p; p = p->next)
+                for (JobPart *p = j->parts.head; p; p = p->next)
                         engine_job_cancel(p->engine_job);
         else if (j->started) {
                 j->finish_defer = sd_event_source_disable_unref(j->finish_defer);

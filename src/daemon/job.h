@@ -10,13 +10,13 @@
 
 #include "basic/macro.h"
 #include "daemon/context.h"
+#include "daemon/job-part.h"
 #include "daemon/job-results.h"
 #include "daemon/owner.h"
 #include "engine/engine.h"
 #include "hash/hash.h"
 
 typedef struct Job Job;
-typedef struct JobPart JobPart;
 
 typedef enum JobState {
         JOB_QUEUED,
@@ -53,7 +53,7 @@ struct Job {
          * further callbacks. parts lists the parts the engine has not reported done, oldest first;
          * new_part is the one the current call is filling (NULL if none of its inputs needs the
          * engine yet). */
-        JobPart *parts, *parts_tail;
+        JobParts parts;
         JobPart *new_part;
         bool started;
         bool open;           /* "more": AddFds() may add inputs; the job does not finish before closed */
@@ -67,10 +67,6 @@ struct Job {
         double progress;
         uint32_t progress_inputs;  /* n_inputs when progress was computed */
         uint64_t start_usec, end_usec;
-        /* Running totals, so that no event walks the parts: bytes of the parts the engine reported
-         * done (their EngineJobs are gone), and the sum of what was last read of the others. */
-        uint64_t parts_bytes_done, parts_bytes_total;
-        uint64_t live_bytes_done, live_bytes_total;
 
         sd_event_source *finish_defer;  /* finishes a closed job with nothing left for the engine */
         sd_event_source *linger_timer;  /* removes a finished job after --keep-finished */
