@@ -145,6 +145,41 @@ static inline bool streq_ptr(const char *a, const char *b)
 #define LIST_PREPEND(head, item) LIST_PREPEND_BY(next, prev, head, item)
 #define LIST_REMOVE(head, item) LIST_REMOVE_BY(next, prev, head, item)
 
+/* Singly linked queues: append at the tail, pop the head (NULL when empty). */
+#define QUEUE_APPEND_BY(next, head, tail, item)                                                            \
+        do {                                                                                               \
+                (item)->next = NULL;                                                                       \
+                if (tail)                                                                                  \
+                        (tail)->next = (item);                                                             \
+                else                                                                                       \
+                        (head) = (item);                                                                   \
+                (tail) = (item);                                                                           \
+        } while (0)
+#define QUEUE_POP_BY(next, head, tail)                                                                     \
+        ({                                                                                                 \
+                __typeof__(head) _q_ = (head);                                                             \
+                if (_q_) {                                                                                 \
+                        (head) = _q_->next;                                                                \
+                        if (!(head))                                                                       \
+                                (tail) = NULL;                                                             \
+                        _q_->next = NULL;                                                                  \
+                }                                                                                          \
+                _q_;                                                                                       \
+        })
+
+/* Doubly linked lists with a tail as well: items are appended, and the tail follows a removal. */
+#define LIST_APPEND_BY(next, prev, head, tail, item)                                                       \
+        do {                                                                                               \
+                (item)->prev = (tail);                                                                     \
+                QUEUE_APPEND_BY(next, head, tail, item);                                                   \
+        } while (0)
+#define LIST_REMOVE_TAIL_BY(next, prev, head, tail, item)                                                  \
+        do {                                                                                               \
+                if ((tail) == (item))                                                                      \
+                        (tail) = (item)->prev;                                                             \
+                LIST_REMOVE_BY(next, prev, head, item);                                                    \
+        } while (0)
+
 /* The struct of type that holds member at ptr. */
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 #include "basic/macro.h"
 #include "build-config.h"
 #include "ctl/args.h"
-#include "ctl/ctl.h"
+#include "ctl/exit-status.h"
 #include "ctl/output.h"
 
 const char *const ctl_program = "fhashctl";
@@ -204,49 +205,66 @@ enum {
         ARG_DERIVE_KEY,
 };
 
+/* Options that only set one of Args' flags (to true, or to false where the value says so). -t is
+ * text mode: on Linux the same bytes and the same "  " line as the default. One line per topic. */
+#define FLAG(opt, field, value) { (opt), offsetof(Args, field), (value) }
+static const struct {
+        int opt;
+        size_t offset;
+        bool value;
+} flag_options[] = {
+        FLAG('r', recursive, true), FLAG(ARG_ONE_FS, one_file_system, true), FLAG(ARG_FOLLOW, follow, true),
+        FLAG(ARG_TAG, tag, true), FLAG(ARG_UNTAGGED, tag, false), FLAG('b', binary, true),
+        FLAG('t', binary, false), FLAG(ARG_NO_NAMES, no_names, true), FLAG(ARG_RAW, raw, true),
+        FLAG('z', zero, true), FLAG(ARG_JSON, json, true), FLAG('c', check, true),
+        FLAG(ARG_KEYED, keyed, true), FLAG(ARG_UPDATE, update, true),
+        FLAG('w', warn, true), FLAG('h', help, true),
+        FLAG(ARG_LOCAL, local, true), FLAG(ARG_DAEMON, daemon, true), FLAG(ARG_NO_DIRECT, no_direct, true),
+        FLAG(ARG_NO_CACHE, no_cache, true),
+        FLAG('q', quiet, true), FLAG(ARG_QUIET, quiet, true), FLAG(ARG_STATUS, status, true),
+        FLAG(ARG_STRICT, strict, true), FLAG(ARG_IGNORE_MISSING, ignore_missing, true),
+};
+#undef FLAG
+
+/* Sets the flag opt stands for; false when it is not a flag. */
+static bool set_flag(Args *a, int opt)
+{
+        for (size_t i = 0; i < ELEMENTSOF(flag_options); i++)
+                if (flag_options[i].opt == opt) {
+                        *(bool *)((char *)a + flag_options[i].offset) = flag_options[i].value;
+                        return true;
+                }
+        return false;
+}
+
 static int parse_params(Args *a);
+
+/* The long options, a line per topic. */
+static const struct option options[] = {
+        { "algorithm", required_argument, NULL, 'a' }, { "length", required_argument, NULL, 'l' },
+        { "keyed", no_argument, NULL, ARG_KEYED }, { "derive-key", required_argument, NULL, ARG_DERIVE_KEY },
+        { "recursive", no_argument, NULL, 'r' }, { "exclude", required_argument, NULL, ARG_EXCLUDE },
+        { "one-file-system", no_argument, NULL, ARG_ONE_FS }, { "follow", no_argument, NULL, ARG_FOLLOW },
+        { "tag", no_argument, NULL, ARG_TAG }, { "untagged", no_argument, NULL, ARG_UNTAGGED },
+        { "binary", no_argument, NULL, 'b' }, { "text", no_argument, NULL, 't' },
+        { "no-names", no_argument, NULL, ARG_NO_NAMES },
+        { "raw", no_argument, NULL, ARG_RAW }, { "zero", no_argument, NULL, 'z' },
+        { "json", no_argument, NULL, ARG_JSON }, { "check", no_argument, NULL, 'c' },
+        { "update", no_argument, NULL, ARG_UPDATE },
+        { "local", no_argument, NULL, ARG_LOCAL }, { "daemon", no_argument, NULL, ARG_DAEMON },
+        BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
+        { "no-direct", no_argument, NULL, ARG_NO_DIRECT }, { "no-cache", no_argument, NULL, ARG_NO_CACHE },
+        { "io", required_argument, NULL, ARG_IO },
+        { "quiet", no_argument, NULL, ARG_QUIET }, { "status", no_argument, NULL, ARG_STATUS },
+        { "strict", no_argument, NULL, ARG_STRICT }, { "warn", no_argument, NULL, 'w' },
+        { "ignore-missing", no_argument, NULL, ARG_IGNORE_MISSING },
+        { "progress", no_argument, NULL, ARG_PROGRESS }, { "no-progress", no_argument, NULL, ARG_NO_PROGRESS },
+        { "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, ARG_VERSION },
+        {}
+};
 
 int ctl_parse_args(int argc, char *argv[], Args *a)
 {
-        static const struct option options[] = {
-                { "algorithm", required_argument, NULL, 'a' },
-                { "recursive", no_argument, NULL, 'r' },
-                { "tag", no_argument, NULL, ARG_TAG },
-                { "zero", no_argument, NULL, 'z' },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "progress", no_argument, NULL, ARG_PROGRESS },
-                { "no-progress", no_argument, NULL, ARG_NO_PROGRESS },
-                { "exclude", required_argument, NULL, ARG_EXCLUDE },
-                { "one-file-system", no_argument, NULL, ARG_ONE_FS },
-                { "follow", no_argument, NULL, ARG_FOLLOW },
-                { "local", no_argument, NULL, ARG_LOCAL },
-                { "daemon", no_argument, NULL, ARG_DAEMON },
-                { "system", no_argument, NULL, ARG_SYSTEM },
-                { "user", no_argument, NULL, ARG_USER },
-                { "address", required_argument, NULL, ARG_ADDRESS },
-                { "no-direct", no_argument, NULL, ARG_NO_DIRECT },
-                { "quiet", no_argument, NULL, ARG_QUIET },
-                { "status", no_argument, NULL, ARG_STATUS },
-                { "strict", no_argument, NULL, ARG_STRICT },
-                { "ignore-missing", no_argument, NULL, ARG_IGNORE_MISSING },
-                { "no-cache", no_argument, NULL, ARG_NO_CACHE },
-                { "io", required_argument, NULL, ARG_IO },
-                { "warn", no_argument, NULL, 'w' },
-                { "check", no_argument, NULL, 'c' },
-                { "binary", no_argument, NULL, 'b' },
-                { "text", no_argument, NULL, 't' },
-                { "untagged", no_argument, NULL, ARG_UNTAGGED },
-                { "no-names", no_argument, NULL, ARG_NO_NAMES },
-                { "raw", no_argument, NULL, ARG_RAW },
-                { "length", required_argument, NULL, 'l' },
-                { "keyed", no_argument, NULL, ARG_KEYED },
-                { "update", no_argument, NULL, ARG_UPDATE },
-                { "derive-key", required_argument, NULL, ARG_DERIVE_KEY },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                {}
-        };
-        bool help = false;
         int c;
 
         a->algo = HASH_SHA256;
@@ -259,6 +277,8 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
         if (argc > 0)
                 argv[0] = (char *)ctl_program;
         while ((c = getopt_long(argc, argv, "a:rzwhcbtql:", options, NULL)) >= 0) {
+                if (set_flag(a, c))
+                        continue;
                 switch (c) {
                 case 'a': {
                         int k = hash_algo_set_parse(optarg, &a->algos);
@@ -275,54 +295,13 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                         a->algo_set = true;
                         break;
                 }
-                case 'r':
-                        a->recursive = true;
-                        break;
-                case ARG_TAG:
-                        a->tag = true;
-                        break;
-                case ARG_UNTAGGED:
-                        a->tag = false;
-                        break;
-                case 'c':
-                        a->check = true;
-                        break;
-                case 'b':
-                        a->binary = true;
-                        break;
-                case 't':
-                        /* Text mode: on Linux the same bytes and the same "  " line as the default. */
-                        a->binary = false;
-                        break;
-                case ARG_NO_NAMES:
-                        a->no_names = true;
-                        break;
-                case ARG_RAW:
-                        a->raw = true;
-                        break;
                 case 'l':
-                        a->length = optarg;
-                        break;
-                case ARG_KEYED:
-                        a->keyed = true;
-                        break;
-                case ARG_UPDATE:
-                        a->update = true;
-                        break;
                 case ARG_DERIVE_KEY:
-                        a->derive_key = optarg;
-                        break;
-                case 'z':
-                        a->zero = true;
-                        break;
-                case ARG_JSON:
-                        a->json = true;
+                        *(c == 'l' ? &a->length : &a->derive_key) = optarg;
                         break;
                 case ARG_PROGRESS:
-                        a->progress = PROGRESS_ON;
-                        break;
                 case ARG_NO_PROGRESS:
-                        a->progress = PROGRESS_OFF;
+                        a->progress = c == ARG_PROGRESS ? PROGRESS_ON : PROGRESS_OFF;
                         break;
                 case ARG_EXCLUDE: {
                         char **n = reallocarray(a->excludes, a->n_excludes + 1, sizeof(char *));
@@ -334,57 +313,17 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                         a->excludes[a->n_excludes++] = optarg;
                         break;
                 }
-                case ARG_ONE_FS:
-                        a->one_file_system = true;
-                        break;
-                case ARG_FOLLOW:
-                        a->follow = true;
-                        break;
-                case ARG_LOCAL:
-                        a->local = true;
-                        break;
-                case ARG_DAEMON:
-                        a->daemon = true;
-                        break;
                 case ARG_SYSTEM:
-                        a->bus_kind = BUS_KIND_SYSTEM;
-                        break;
                 case ARG_USER:
-                        a->bus_kind = BUS_KIND_USER;
-                        break;
                 case ARG_ADDRESS:
-                        a->bus_kind = BUS_KIND_ADDRESS;
-                        a->address = optarg;
-                        break;
-                case ARG_NO_DIRECT:
-                        a->no_direct = true;
-                        break;
-                case 'q':
-                case ARG_QUIET:
-                        a->quiet = true;
-                        break;
-                case ARG_STATUS:
-                        a->status = true;
-                        break;
-                case ARG_STRICT:
-                        a->strict = true;
-                        break;
-                case ARG_IGNORE_MISSING:
-                        a->ignore_missing = true;
-                        break;
-                case ARG_NO_CACHE:
-                        a->no_cache = true;
+                        /* The last of --system, --user and --address counts. */
+                        a->bus_kind = c == ARG_SYSTEM ? BUS_KIND_SYSTEM : c == ARG_USER ? BUS_KIND_USER : BUS_KIND_ADDRESS;
+                        a->address = c == ARG_ADDRESS ? optarg : NULL;
                         break;
                 case ARG_IO:
                         a->io = engine_read_strategy_from_string(optarg);
                         if (a->io < 0)
                                 return bad_usage("--io: \"%s\" is not one of auto, read, mmap, direct", optarg);
-                        break;
-                case 'w':
-                        a->warn = true;
-                        break;
-                case 'h':
-                        help = true;
                         break;
                 case ARG_VERSION:
                         printf("fhashctl %s\n", FHASH_VERSION);
@@ -400,7 +339,7 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
         a->rest = argv + optind;
         a->n_rest = (size_t)(argc - optind);
 
-        if (help) {
+        if (a->help) {
                 if (!a->verb)
                         help_main(stdout);
                 else

@@ -31,6 +31,7 @@ typedef struct Args {
         BusKind bus_kind;
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
+        bool help;                     /* -h, --help: help for the verb, or the global help */
         bool no_cache;
         bool update;                   /* audit --update */
         EngineReadStrategy io;

@@ -12,7 +12,7 @@
 
 #include "basic/macro.h"
 #include "ctl/audit.h"
-#include "ctl/ctl.h"
+#include "ctl/exit-status.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
 #include "ctl/walk.h"

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -940,10 +941,9 @@ static int call_resend(BusClient *c, BusCall *call)
 /* A pipe or a device: a job of its own, the only kind that gets "max-size". */
 static int send_stream(BusClient *c, size_t item, int fd)
 {
-        BusCall *call;
+        BusCall *call = calloc(1, sizeof(*call));
         int r;
 
-        call = calloc(1, sizeof(*call));
         if (!call) {
                 safe_close(fd);
                 return -ENOMEM;
@@ -1402,6 +1402,17 @@ typedef struct JobProps {
         uint64_t bytes_total, bytes_done, rate;
 } JobProps;
 
+/* The Job properties fhashctl shows: the name, the variant's type, and where it goes in JobProps. */
+static const struct {
+        const char *key, *type;
+        size_t offset;
+} job_prop_map[] = {
+        { "State", "s", offsetof(JobProps, state) }, { "Algorithm", "s", offsetof(JobProps, algorithm) },
+        { "FilesTotal", "u", offsetof(JobProps, files_total) }, { "FilesDone", "u", offsetof(JobProps, files_done) },
+        { "BytesTotal", "t", offsetof(JobProps, bytes_total) }, { "BytesDone", "t", offsetof(JobProps, bytes_done) },
+        { "Rate", "t", offsetof(JobProps, rate) },
+};
+
 static int job_props(sd_bus *bus, const char *path, sd_bus_message **reply, JobProps *p, sd_bus_error *error)
 {
         const char *key;
@@ -1416,20 +1427,12 @@ static int job_props(sd_bus *bus, const char *path, sd_bus_message **reply, JobP
                 r = sd_bus_message_read(*reply, "s", &key);
                 if (r < 0)
                         break;
-                if (streq(key, "State"))
-                        r = sd_bus_message_read(*reply, "v", "s", &p->state);
-                else if (streq(key, "Algorithm"))
-                        r = sd_bus_message_read(*reply, "v", "s", &p->algorithm);
-                else if (streq(key, "FilesTotal"))
-                        r = sd_bus_message_read(*reply, "v", "u", &p->files_total);
-                else if (streq(key, "FilesDone"))
-                        r = sd_bus_message_read(*reply, "v", "u", &p->files_done);
-                else if (streq(key, "BytesTotal"))
-                        r = sd_bus_message_read(*reply, "v", "t", &p->bytes_total);
-                else if (streq(key, "BytesDone"))
-                        r = sd_bus_message_read(*reply, "v", "t", &p->bytes_done);
-                else if (streq(key, "Rate"))
-                        r = sd_bus_message_read(*reply, "v", "t", &p->rate);
+                size_t k = 0;
+
+                while (k < ELEMENTSOF(job_prop_map) && !streq(key, job_prop_map[k].key))
+                        k++;
+                if (k < ELEMENTSOF(job_prop_map))
+                        r = sd_bus_message_read(*reply, "v", job_prop_map[k].type, (uint8_t *)p + job_prop_map[k].offset);
                 else
                         r = sd_bus_message_skip(*reply, "v");
                 if (r >= 0)

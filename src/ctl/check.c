@@ -9,7 +9,7 @@
 
 #include "basic/macro.h"
 #include "ctl/check.h"
-#include "ctl/ctl.h"
+#include "ctl/exit-status.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
 #include "ctl/run.h"

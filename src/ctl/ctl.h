@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* ctl.h: fhashctl's command line: verbs, options, exit codes */
+/* ctl.h: fhashctl: every verb, from the command line to the exit code */
 #pragma once
 
-/* Exit codes as coreutils: 0 all good, 1 a file failed or did not match, 2 usage errors. */
-#define CTL_EXIT_OK 0
-#define CTL_EXIT_FAILED 1
-#define CTL_EXIT_USAGE 2
+#include "ctl/exit-status.h"
 
-/* The whole program but main(), so that tests link the code that ships. Returns the exit code. */
+/* The whole program but main(), so that tests link the code that ships. Returns the exit code
+ * (exit-status.h). */
 int ctl_main(int argc, char *argv[]);

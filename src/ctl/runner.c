@@ -230,8 +230,7 @@ static LocalBatch *batch_free(LocalBatch *b)
                 return NULL;
         engine_job_unref(b->job);
         free(b->map);
-        free(b);
-        return NULL;
+        return mfree(b);
 }
 
 static void local_file_done(EngineJob *j, const EngineFileResult *fr, void *userdata)

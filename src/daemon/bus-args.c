@@ -253,20 +253,12 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "h");
         if (r < 0)
                 return r;
-        for (;;) {
-                int fd;
-
-                r = sd_bus_message_read_basic(m, SD_BUS_TYPE_UNIX_FD, &fd);
-                if (r < 0)
-                        return r;
-                if (r == 0)
-                        break;
+        for (int fd; (r = sd_bus_message_read_basic(m, SD_BUS_TYPE_UNIX_FD, &fd)) > 0; n++)
                 /* Counted to the end (a few ns each: the error names the number), never stored. */
                 if (n < FHASH_MAX_FDS_PER_CALL)
                         ret_fds[n] = fd;
-                n++;
-        }
-        r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
         if (r < 0)
                 return r;
         if (n == 0)

@@ -346,6 +346,22 @@ static int check_reader(Job *j, sd_bus_message *msg, sd_bus_error *error)
         return 0;
 }
 
+/* The reply to msg, from the owner or root, with the results from first on (up to max; 0: all). */
+static int results_reply(Job *j, sd_bus_message *msg, uint32_t first, uint32_t max, sd_bus_message **ret,
+                         uint32_t *ret_next, bool *ret_truncated, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = check_reader(j, msg, error);
+
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = append_results(reply, j, first, max, ret_next, ret_truncated);
+        if (r >= 0)
+                *ret = TAKE_PTR(reply);
+        return r;
+}
+
 static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -354,12 +370,7 @@ static int method_get_results(sd_bus_message *msg, void *userdata, sd_bus_error 
         bool truncated;
         int r;
 
-        r = check_reader(j, msg, error);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = append_results(reply, j, 0, 0, &next, &truncated);
+        r = results_reply(j, msg, 0, 0, &reply, &next, &truncated, error);
         if (r < 0)
                 return r;
         /* A reply over the bus's message limit would get fhashd itself disconnected. */
@@ -380,14 +391,8 @@ static int method_get_results_from(sd_bus_message *msg, void *userdata, sd_bus_e
         int r;
 
         r = sd_bus_message_read(msg, "uu", &first, &max);
-        if (r < 0)
-                return r;
-        r = check_reader(j, msg, error);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = append_results(reply, j, first, max, &next, &truncated);
+                r = results_reply(j, msg, first, max, &reply, &next, &truncated, error);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "u", MAX(next, first));
         if (r >= 0)

@@ -82,6 +82,18 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         return 1;
 }
 
+/* The end of HashFds and HashPaths once their arguments are read (r: how that went): the job, then
+ * the inputs and options go whatever happened. */
+static int hash_call_finish(Context *c, sd_bus_message *msg, int r, uid_t uid, const HashAlgoSet *algos,
+                            HashInput *inputs, size_t n, HashOptions *o, sd_bus_error *error)
+{
+        if (r >= 0)
+                r = create_job(c, msg, uid, algos, inputs, n, o, error);
+        hash_inputs_free(inputs, n);
+        hash_options_done(o);
+        return r;
+}
+
 static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Context *c = userdata;
@@ -103,22 +115,18 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         r = bus_read_caller_uid(c, msg, &uid, error);
         if (r >= 0)
                 r = bus_check_fds(c, raw, n, o.max_size > 0, uid == 0, &inputs, error);
-        if (r >= 0)
-                r = create_job(c, msg, uid, &algos, inputs, n, &o, error);
-        hash_inputs_free(inputs, n);
-        hash_options_done(&o);
-        return r;
+        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, error);
 }
 
 static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
-        Context *c = userdata;
         _cleanup_strv_free_ char **paths = NULL;
-        HashOptions o = {};
         HashInput *inputs = NULL;
-        size_t n;
+        Context *c = userdata;
         HashAlgoSet algos = {};
+        HashOptions o = {};
         uid_t uid;
+        size_t n;
         int r;
 
         /* The daemon may read what the caller cannot: paths only for root and for our own uid.
@@ -140,11 +148,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return r;
 
         r = hash_inputs_from_paths(paths, n, &inputs);
-        if (r >= 0)
-                r = create_job(c, msg, uid, &algos, inputs, n, &o, error);
-        hash_inputs_free(inputs, n);
-        hash_options_done(&o);
-        return r;
+        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, error);
 }
 
 static int method_list_jobs(sd_bus_message *msg, void *userdata, sd_bus_error *error)

@@ -64,9 +64,7 @@ static int parse_argv(int argc, char *argv[], FhashConfig *fc, BusArgs *bus)
                 ARG_KEY = 0x200,  /* + ConfigKeyId */
         };
         static const struct option fixed[] = {
-                { "system", no_argument, NULL, ARG_SYSTEM },
-                { "user", no_argument, NULL, ARG_USER },
-                { "address", required_argument, NULL, ARG_ADDRESS },
+                BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
                 { "starter", no_argument, NULL, ARG_STARTER },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "help", no_argument, NULL, 'h' },

@@ -7,38 +7,33 @@
 #include "basic/macro.h"
 #include "daemon/job-part.h"
 
+JobPart *job_part_free(JobPart *p)
+{
+        if (p) {
+                engine_job_unref(p->engine_job);
+                free(p->engine_to_input);
+                free(p);
+        }
+        return NULL;
+}
+
 int job_part_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, size_t n_alloc, void *owner,
                  JobPart **ret)
 {
         JobPart *p = calloc(1, sizeof(*p));
-        int r;
+        int r = -ENOMEM;
 
-        if (!p)
-                return -ENOMEM;
-        p->owner = owner;
-        p->n_alloc = n_alloc;
-        p->engine_to_input = calloc(n_alloc, sizeof(uint32_t));
-        if (!p->engine_to_input) {
-                job_part_free(p);
-                return -ENOMEM;
+        if (p) {
+                *p = (JobPart){ .owner = owner, .n_alloc = n_alloc, .engine_to_input = calloc(n_alloc, sizeof(uint32_t)) };
+                if (p->engine_to_input)
+                        r = engine_job_new(e, algo, options, &p->engine_job);
         }
-        r = engine_job_new(e, algo, options, &p->engine_job);
         if (r < 0) {
                 job_part_free(p);
                 return r;
         }
         *ret = p;
         return 0;
-}
-
-JobPart *job_part_free(JobPart *p)
-{
-        if (!p)
-                return NULL;
-        engine_job_unref(p->engine_job);
-        free(p->engine_to_input);
-        free(p);
-        return NULL;
 }
 
 void job_part_map(JobPart *p, size_t engine_index, uint32_t i)
@@ -51,13 +46,7 @@ void job_part_map(JobPart *p, size_t engine_index, uint32_t i)
 
 void job_parts_link(JobParts *ps, JobPart *p)
 {
-        p->next = NULL;
-        p->prev = ps->tail;
-        if (ps->tail)
-                ps->tail->next = p;
-        else
-                ps->head = p;
-        ps->tail = p;
+        LIST_APPEND_BY(next, prev, ps->head, ps->tail, p);
 }
 
 bool job_parts_poll(JobParts *ps, JobPart *p, EngineJobProgress *ret)
@@ -84,14 +73,7 @@ bool job_parts_retire(JobParts *ps, JobPart *p)
         ps->retired_bytes_done += pr.bytes_done;
         ps->retired_bytes_total += MAX(pr.bytes_total, pr.bytes_done);
 
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                ps->head = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        else
-                ps->tail = p->prev;
+        LIST_REMOVE_TAIL_BY(next, prev, ps->head, ps->tail, p);
         job_part_free(p);
         return pr.running;
 }

@@ -39,12 +39,8 @@ int job_new(Context *c, const char *owner, uid_t uid, const HashAlgoSet *algos, 
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        j->context = c;
-        j->uid = uid;
-        j->algos = *algos;
-        j->algo = algos->algos[0];
-        j->state = JOB_QUEUED;
-        j->engine_options = *options;
+        *j = (Job){ .context = c, .uid = uid, .algos = *algos, .algo = algos->algos[0], .state = JOB_QUEUED,
+                    .engine_options = *options };
         j->engine_options.params = NULL;
         j->engine_options.algos = &j->algos;
         if (options->params) {
@@ -174,34 +170,33 @@ static int job_charge_memory(Job *j, size_t n)
         return user_charge(j->entry.user, &j->entry.mem_charge, n);
 }
 
-int job_set_name(Job *j, size_t i, const char *name)
+/* Stores s for input i with set(), charged to the uid: once per input (unset must be true). */
+static int job_set_string(Job *j, size_t i, bool unset, const char *s,
+                          int (*set)(JobResults *r, size_t i, const char *s))
 {
         int r;
 
-        if (!job_input_is_new(j, i) || j->results.items[i].name)
+        if (!job_input_is_new(j, i) || !unset)
                 return -EINVAL;
-        r = job_charge_memory(j, strlen(name) + 1);
-        if (r != 0)
-                return r;
-        r = job_results_set_name(&j->results, i, name);
-        if (r < 0)
-                user_charge_release(&j->entry.mem_charge, strlen(name) + 1);
+        r = job_charge_memory(j, strlen(s) + 1);
+        if (r == 0) {
+                r = set(&j->results, i, s);
+                if (r < 0)
+                        user_charge_release(&j->entry.mem_charge, strlen(s) + 1);
+        }
         return r;
+}
+
+int job_set_name(Job *j, size_t i, const char *name)
+{
+        return job_set_string(j, i, i < j->results.n_inputs && !j->results.items[i].name, name,
+                              job_results_set_name);
 }
 
 int job_set_expected(Job *j, size_t i, const char *hex)
 {
-        int r;
-
-        if (!job_input_is_new(j, i) || (j->results.expected && j->results.expected[i]))
-                return -EINVAL;
-        r = job_charge_memory(j, strlen(hex) + 1);
-        if (r != 0)
-                return r;
-        r = job_results_set_expected(&j->results, i, hex);
-        if (r < 0)
-                user_charge_release(&j->entry.mem_charge, strlen(hex) + 1);
-        return r;
+        return job_set_string(j, i, !(j->results.expected && i < j->results.n_inputs && j->results.expected[i]),
+                              hex, job_results_set_expected);
 }
 
 /* The part of the current call, made when its first input needs the engine. */

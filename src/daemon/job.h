@@ -8,6 +8,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "basic/string-table.h"
 #include "basic/macro.h"
 #include "daemon/context.h"
 #include "daemon/job-part.h"
@@ -28,8 +29,7 @@ typedef enum JobState {
         _JOB_STATE_INVALID = -EINVAL,
 } JobState;
 
-const char *job_state_to_string(JobState s);
-JobState job_state_from_string(const char *s);
+DECLARE_STRING_TABLE_LOOKUP(job_state, JobState);
 
 struct Job {
         Context *context;

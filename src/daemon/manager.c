@@ -266,12 +266,10 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
                 goto fail;
         }
         r = engine_new(&engine_config, &m->context.engine);
-        if (r < 0)
-                goto fail;
-
-        *ret = m;
-        return 0;
-
+        if (r >= 0) {
+                *ret = m;
+                return 0;
+        }
 fail:
         manager_free(m);
         return r;

@@ -17,8 +17,7 @@ static Owner *owner_free(Owner *o)
         sd_bus_slot_unref(o->match);
         sd_bus_slot_unref(o->check);
         free(o->name);
-        free(o);
-        return NULL;
+        return mfree(o);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Owner *, owner_free);
 

@@ -68,8 +68,7 @@ PeerGate *peer_gate_free(PeerGate *g)
         safe_close(g->client_fd);
         safe_close(g->inner_fd);
         free(g->buf);
-        free(g);
-        return NULL;
+        return mfree(g);
 }
 
 void peer_gate_shutdown(PeerGate *g)

@@ -29,8 +29,7 @@ Peer *peer_free(Peer *p)
                 sd_bus_close_unref(p->bus);
         peer_gate_free(p->gate);
         free(p->name);
-        free(p);
-        return NULL;
+        return mfree(p);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Peer *, peer_free);
 

@@ -39,6 +39,26 @@ static int registry_charge(Registry *reg, uid_t uid, UserCharge *c, UserResource
         return 0;
 }
 
+/* One of uid's r for an owner or a connection: the charge keeps the User's reference. */
+static int registry_charge_entry(Registry *reg, uid_t uid, UserCharge *c, UserResource r)
+{
+        User *u = NULL;
+        int k = registry_charge(reg, uid, c, r, &u);
+
+        if (k == 0)
+                user_unref(u);
+        return k;
+}
+
+/* After HASH_ADD*(): 0 if the entry is listed, else its charge goes back and -ENOMEM. */
+static int registry_listed(int add_result, UserCharge *c)
+{
+        if (add_result >= 0)
+                return 0;
+        user_charge_deinit(c);
+        return -ENOMEM;
+}
+
 int registry_add_job(Registry *reg, JobEntry *e, Job *j, uid_t uid)
 {
         User *u = NULL;
@@ -138,25 +158,20 @@ uint32_t registry_n_jobs(const Registry *reg)
 
 int registry_add_owner(Registry *reg, OwnerEntry *e, Owner *o, const char *name, uid_t uid)
 {
-        User *u = NULL;
         int r;
 
         if (registry_find_owner(reg, name))
                 return -EEXIST;
-        r = registry_charge(reg, uid, &e->charge, USER_RESOURCE_OWNERS, &u);
+        r = registry_charge_entry(reg, uid, &e->charge, USER_RESOURCE_OWNERS);
         if (r != 0)
                 return r;
-        /* The charge holds the reference from here on. */
-        user_unref(u);
         e->name = name;
         e->uid = uid;
         HASH_ADD_KEYPTR(hh, reg->owners, e->name, strlen(e->name), e);
-        if (HASH_ADD_RESULT(e) < 0) {
-                user_charge_deinit(&e->charge);
-                return -ENOMEM;
-        }
-        e->owner = o;
-        return 0;
+        r = registry_listed(HASH_ADD_RESULT(e), &e->charge);
+        if (r == 0)
+                e->owner = o;
+        return r;
 }
 
 void registry_remove_owner(Registry *reg, OwnerEntry *e)
@@ -183,34 +198,30 @@ unsigned registry_n_owners(const Registry *reg)
 
 int registry_add_peer(Registry *reg, PeerEntry *e, Peer *p, sd_bus *bus, const char *name, uid_t uid)
 {
-        User *u = NULL;
         int r;
 
         if (registry_find_peer(reg, bus))
                 return -EEXIST;
-        r = registry_charge(reg, uid, &e->charge, USER_RESOURCE_PEERS, &u);
+        r = registry_charge_entry(reg, uid, &e->charge, USER_RESOURCE_PEERS);
         if (r != 0)
                 return r;
-        user_unref(u);
         e->bus = bus;
         e->name = name;
         e->uid = uid;
         HASH_ADD_PTR(reg->peers, bus, e);
-        if (HASH_ADD_RESULT(e) < 0) {
-                user_charge_deinit(&e->charge);
-                return -ENOMEM;
-        }
-        e->peer = p;
-        return 0;
+        r = registry_listed(HASH_ADD_RESULT(e), &e->charge);
+        if (r == 0)
+                e->peer = p;
+        return r;
 }
 
 void registry_remove_peer(Registry *reg, PeerEntry *e)
 {
-        if (!e->peer)
-                return;
-        HASH_DEL(reg->peers, e);
-        user_charge_deinit(&e->charge);
-        e->peer = NULL;
+        if (e->peer) {
+                HASH_DEL(reg->peers, e);
+                user_charge_deinit(&e->charge);
+                e->peer = NULL;
+        }
 }
 
 PeerEntry *registry_find_peer(Registry *reg, sd_bus *bus)

@@ -7,11 +7,8 @@
 #include "daemon/user.h"
 
 static const char *const user_resource_table[_USER_RESOURCE_MAX] = {
-        [USER_RESOURCE_JOBS] = "jobs",
-        [USER_RESOURCE_FILES] = "files",
-        [USER_RESOURCE_OWNERS] = "owners",
-        [USER_RESOURCE_PEERS] = "peers",
-        [USER_RESOURCE_FDS] = "fds",
+        [USER_RESOURCE_JOBS] = "jobs",   [USER_RESOURCE_FILES] = "files", [USER_RESOURCE_OWNERS] = "owners",
+        [USER_RESOURCE_PEERS] = "peers", [USER_RESOURCE_FDS] = "fds",
         [USER_RESOURCE_MEMORY] = "bytes of job data",
 };
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "basic/string-table.h"
 #include "basic/hashmap.h"
 #include "basic/macro.h"
 
@@ -31,8 +32,7 @@ typedef enum UserResource {
         _USER_RESOURCE_INVALID = -EINVAL,
 } UserResource;
 
-const char *user_resource_to_string(UserResource r);
-UserResource user_resource_from_string(const char *s);
+DECLARE_STRING_TABLE_LOOKUP(user_resource, UserResource);
 
 typedef struct UserLimit {
         uint64_t per_uid;  /* what one uid may hold; 0 = no limit */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/string-table.h"
 #include "hash/hash.h"
 #include "io/ioring.h"
 
@@ -41,8 +42,7 @@ typedef enum EngineOpenMode {
         _ENGINE_OPEN_MODE_INVALID = -EINVAL,
 } EngineOpenMode;
 
-const char *engine_open_mode_to_string(EngineOpenMode m);
-EngineOpenMode engine_open_mode_from_string(const char *s);
+DECLARE_STRING_TABLE_LOOKUP(engine_open_mode, EngineOpenMode);
 
 /* The largest configuration engine_new() accepts; fhashd.conf checks the same ranges, so a value
  * the file accepts never fails at start. 16384 is the kernel's cap on registered buffers
@@ -133,8 +133,7 @@ typedef enum EngineReadStrategy {
         _ENGINE_READ_INVALID = -EINVAL,
 } EngineReadStrategy;
 
-const char *engine_read_strategy_to_string(EngineReadStrategy s);
-EngineReadStrategy engine_read_strategy_from_string(const char *s);
+DECLARE_STRING_TABLE_LOOKUP(engine_read_strategy, EngineReadStrategy);
 
 /* Files smaller than this are always read BUFFERED under AUTO: for them a probe or an uncached read
  * costs more than the one copy it would save. */

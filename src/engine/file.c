@@ -149,13 +149,8 @@ void file_check_change(FileSlot *f)
 void file_dispatch_ready(Engine *e, FileSlot *f)
 {
         while (f->fifo_head && f->fifo_head->done) {
-                Buffer *b = f->fifo_head;
+                Buffer *b = QUEUE_POP_BY(next, f->fifo_head, f->fifo_tail);
                 uint32_t flags = 0;
-
-                f->fifo_head = b->next;
-                if (!f->fifo_head)
-                        f->fifo_tail = NULL;
-                b->next = NULL;
 
                 if (b->got == 0) {
                         buffer_put(e, b);

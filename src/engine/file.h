@@ -225,6 +225,9 @@ typedef struct ReadStrategyOps {
         Buffer *(*start)(Engine *e, FileSlot *f);
 } ReadStrategyOps;
 
+/* A strategy's ops from its two functions, named prefix_setup and prefix_start. */
+#define READ_STRATEGY_OPS(s, prefix) { .strategy = (s), .setup = prefix##_setup, .start = prefix##_start }
+
 extern const ReadStrategyOps read_buffered_ops;
 extern const ReadStrategyOps read_mmap_ops;
 extern const ReadStrategyOps read_direct_ops;

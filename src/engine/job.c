@@ -60,10 +60,7 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
                 }
         } else if (algo == HASH_BLAKE3)
                 (void)blake3_mode_init(&j->b3mode, NULL); /* the plain hash's mode cannot fail */
-        j->live_next = e->live_jobs;
-        if (e->live_jobs)
-                e->live_jobs->live_prev = j;
-        e->live_jobs = j;
+        LIST_PREPEND_BY(live_next, live_prev, e->live_jobs, j);
         *ret = j;
         return 0;
 }
@@ -116,14 +113,8 @@ static void job_free(EngineJob *j)
                 for (size_t i = j->next_deliver; i < j->n_inputs; i++)
                         free(j->reorder[i]);
         free(j->reorder);
-        if (e) {
-                if (j->live_prev)
-                        j->live_prev->live_next = j->live_next;
-                else
-                        e->live_jobs = j->live_next;
-                if (j->live_next)
-                        j->live_next->live_prev = j->live_prev;
-        }
+        if (e)
+                LIST_REMOVE_BY(live_next, live_prev, e->live_jobs, j);
         free(j->inputs);
         hash_params_wipe(&j->params);
         blake3_mode_wipe(&j->b3mode);

@@ -15,13 +15,7 @@ int job_open_flags(const EngineJob *j)
 
 void open_list_add(Engine *e, FileSlot *f)
 {
-        f->prev = e->open_tail;
-        f->next = NULL;
-        if (e->open_tail)
-                e->open_tail->next = f;
-        else
-                e->open_head = f;
-        e->open_tail = f;
+        LIST_APPEND_BY(next, prev, e->open_head, e->open_tail, f);
         e->n_open++;
 }
 
@@ -43,15 +37,7 @@ void open_list_remove(Engine *e, FileSlot *f)
                 return;
         if (e->read_cursor == f)
                 e->read_cursor = f->next;
-        if (f->prev)
-                f->prev->next = f->next;
-        else
-                e->open_head = f->next;
-        if (f->next)
-                f->next->prev = f->prev;
-        else
-                e->open_tail = f->prev;
-        f->next = f->prev = NULL;
+        LIST_REMOVE_TAIL_BY(next, prev, e->open_head, e->open_tail, f);
         e->n_open--;
         sched_uncharge_file(e, f);
 }

@@ -26,8 +26,4 @@ static Buffer *buffered_start(Engine *e, FileSlot *f)
         return b;
 }
 
-const ReadStrategyOps read_buffered_ops = {
-        .strategy = ENGINE_READ_BUFFERED,
-        .setup = buffered_setup,
-        .start = buffered_start,
-};
+const ReadStrategyOps read_buffered_ops = READ_STRATEGY_OPS(ENGINE_READ_BUFFERED, buffered);

@@ -111,8 +111,4 @@ bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b)
         return true;
 }
 
-const ReadStrategyOps read_direct_ops = {
-        .strategy = ENGINE_READ_DIRECT,
-        .setup = direct_setup,
-        .start = direct_start,
-};
+const ReadStrategyOps read_direct_ops = READ_STRATEGY_OPS(ENGINE_READ_DIRECT, direct);

@@ -40,8 +40,4 @@ static Buffer *mmap_start(Engine *e, FileSlot *f)
         return b;
 }
 
-const ReadStrategyOps read_mmap_ops = {
-        .strategy = ENGINE_READ_MMAP,
-        .setup = mmap_setup,
-        .start = mmap_start,
-};
+const ReadStrategyOps read_mmap_ops = READ_STRATEGY_OPS(ENGINE_READ_MMAP, mmap);

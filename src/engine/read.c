@@ -116,11 +116,7 @@ void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b)
                 if (f->issue_off >= f->size)
                         f->eof = true;
         }
-        if (f->fifo_tail)
-                f->fifo_tail->next = b;
-        else
-                f->fifo_head = b;
-        f->fifo_tail = b;
+        QUEUE_APPEND_BY(next, f->fifo_head, f->fifo_tail, b);
 }
 
 /* A spanning read is over for good (complete, at EOF, failed or not wanted any more): each follower

@@ -126,23 +126,14 @@ bool sched_over_buffer_share(const Engine *e, const ShareGroup *g)
 static void wait_ring_add(Engine *e, ShareGroup *g)
 {
         g->waiting = true;
-        g->wait_next = NULL;
-        if (e->wait_tail)
-                e->wait_tail->wait_next = g;
-        else
-                e->wait_head = g;
-        e->wait_tail = g;
+        QUEUE_APPEND_BY(wait_next, e->wait_head, e->wait_tail, g);
         e->n_wait_groups++;
 }
 
 static ShareGroup *wait_ring_pop(Engine *e)
 {
-        ShareGroup *g = e->wait_head;
+        ShareGroup *g = QUEUE_POP_BY(wait_next, e->wait_head, e->wait_tail);
 
-        e->wait_head = g->wait_next;
-        if (!e->wait_head)
-                e->wait_tail = NULL;
-        g->wait_next = NULL;
         g->waiting = false;
         e->n_wait_groups--;
         return g;
@@ -150,24 +141,15 @@ static ShareGroup *wait_ring_pop(Engine *e)
 
 static EngineJob *group_unlink_head(ShareGroup *g)
 {
-        EngineJob *j = g->jobs_head;
+        EngineJob *j = QUEUE_POP_BY(active_next, g->jobs_head, g->jobs_tail);
 
-        g->jobs_head = j->active_next;
-        if (!g->jobs_head)
-                g->jobs_tail = NULL;
-        j->active_next = NULL;
         g->n_wait_jobs--;
         return j;
 }
 
 static void group_append(ShareGroup *g, EngineJob *j)
 {
-        j->active_next = NULL;
-        if (g->jobs_tail)
-                g->jobs_tail->active_next = j;
-        else
-                g->jobs_head = j;
-        g->jobs_tail = j;
+        QUEUE_APPEND_BY(active_next, g->jobs_head, g->jobs_tail, j);
         g->n_wait_jobs++;
 }
 

@@ -15,8 +15,9 @@ typedef struct HashAlgoInfo {
         const char *evp_name; /* NULL: not an OpenSSL digest */
 } HashAlgoInfo;
 
-/* BLAKE2 is libb2's, not OpenSSL's: OpenSSL 3.0 cannot set BLAKE2's digest length (the size
- * parameter came in 3.2), and libb2 measures faster at the default length too (bench-hash). */
+/* By family; the enum's order (the Algorithms property's) comes from the designators. BLAKE2 is
+ * libb2's, not OpenSSL's: OpenSSL 3.0 cannot set BLAKE2's digest length (the size parameter came in
+ * 3.2), and libb2 measures faster at the default length too (bench-hash). */
 static const HashAlgoInfo hash_algo_info[_HASH_ALGO_MAX] = {
         [HASH_SHA256] = { "sha256", "SHA256", 32, 0, 0, "SHA2-256" },
         [HASH_SHA512] = { "sha512", "SHA512", 64, 0, 0, "SHA2-512" },
@@ -24,19 +25,19 @@ static const HashAlgoInfo hash_algo_info[_HASH_ALGO_MAX] = {
         [HASH_MD5] = { "md5", "MD5", 16, 0, 0, "MD5" },
         [HASH_SHA3_256] = { "sha3-256", "SHA3-256", 32, 0, 0, "SHA3-256" },
         [HASH_BLAKE2B] = { "blake2b", "BLAKE2b", 64, 64, HASH_PARAM_LENGTH, NULL },
+        [HASH_BLAKE2S] = { "blake2s", "BLAKE2s", 32, 32, HASH_PARAM_LENGTH, NULL },
         [HASH_BLAKE3] = { "blake3", "BLAKE3", 32, HASH_DIGEST_MAX,
                           HASH_PARAM_LENGTH | HASH_PARAM_KEY | HASH_PARAM_CONTEXT, NULL },
         [HASH_XXH3] = { "xxh3", "XXH3", 8, 0, 0, NULL },
         [HASH_XXH128] = { "xxh128", "XXH128", 16, 0, 0, NULL },
         [HASH_CRC32C] = { "crc32c", "CRC32C", 4, 0, 0, NULL },
+        [HASH_XXH32] = { "xxh32", "XXH32", 4, 0, 0, NULL },
+        [HASH_XXH64] = { "xxh64", "XXH64", 8, 0, 0, NULL },
         [HASH_SHA224] = { "sha224", "SHA224", 28, 0, 0, "SHA2-224" },
         [HASH_SHA384] = { "sha384", "SHA384", 48, 0, 0, "SHA2-384" },
         [HASH_SHA3_384] = { "sha3-384", "SHA3-384", 48, 0, 0, "SHA3-384" },
         [HASH_SHA3_512] = { "sha3-512", "SHA3-512", 64, 0, 0, "SHA3-512" },
         [HASH_SM3] = { "sm3", "SM3", 32, 0, 0, "SM3" },
-        [HASH_BLAKE2S] = { "blake2s", "BLAKE2s", 32, 32, HASH_PARAM_LENGTH, NULL },
-        [HASH_XXH32] = { "xxh32", "XXH32", 4, 0, 0, NULL },
-        [HASH_XXH64] = { "xxh64", "XXH64", 8, 0, 0, NULL },
 };
 
 static bool algo_valid(HashAlgo a)

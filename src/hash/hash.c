@@ -244,36 +244,25 @@ static void store_be32(uint8_t *out, uint32_t v)
         out[3] = (uint8_t)v;
 }
 
+/* xxHash's canonical forms are big-endian, as xxhsum prints them. */
 static int ctx_final_xxh(HashCtx *c, uint8_t *out)
 {
-        switch (c->algo) {
-        case HASH_XXH3: {
-                XXH64_canonical_t canon;
-                XXH64_canonicalFromHash(&canon, XXH3_64bits_digest(c->xxh3));
-                memcpy(out, canon.digest, sizeof canon.digest);
-                return 0;
-        }
-        case HASH_XXH128: {
-                XXH128_canonical_t canon;
-                XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(c->xxh3));
-                memcpy(out, canon.digest, sizeof canon.digest);
-                return 0;
-        }
-        case HASH_XXH32: {
-                XXH32_canonical_t canon;
-                XXH32_canonicalFromHash(&canon, XXH32_digest(c->xxh32));
-                memcpy(out, canon.digest, sizeof canon.digest);
-                return 0;
-        }
-        case HASH_XXH64: {
-                XXH64_canonical_t canon;
-                XXH64_canonicalFromHash(&canon, XXH64_digest(c->xxh64));
-                memcpy(out, canon.digest, sizeof canon.digest);
-                return 0;
-        }
-        default:
+        XXH32_canonical_t c32;
+        XXH64_canonical_t c64;
+        XXH128_canonical_t c128;
+
+        if (c->algo == HASH_XXH128) {
+                XXH128_canonicalFromHash(&c128, XXH3_128bits_digest(c->xxh3));
+                memcpy(out, c128.digest, sizeof(c128.digest));
+        } else if (c->algo == HASH_XXH32) {
+                XXH32_canonicalFromHash(&c32, XXH32_digest(c->xxh32));
+                memcpy(out, c32.digest, sizeof(c32.digest));
+        } else if (c->algo == HASH_XXH3 || c->algo == HASH_XXH64) {
+                XXH64_canonicalFromHash(&c64, c->algo == HASH_XXH3 ? XXH3_64bits_digest(c->xxh3) : XXH64_digest(c->xxh64));
+                memcpy(out, c64.digest, sizeof(c64.digest));
+        } else
                 return -EINVAL;
-        }
+        return 0;
 }
 
 int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)

@@ -184,11 +184,10 @@ FsTable *fs_table_free(FsTable *t)
 {
         if (!t)
                 return NULL;
-        safe_close(t->fd);
+        t->fd = safe_close(t->fd);
         free(t->mounts);
         free(t->text);
-        free(t);
-        return NULL;
+        return mfree(t);
 }
 
 static int fs_table_read(FsTable *t)

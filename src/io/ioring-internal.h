@@ -30,6 +30,17 @@ typedef struct IoRingOps {
         void (*free)(IoRing *r);
 } IoRingOps;
 
+/* A backend's ops table from its functions, all named prefix_<op> (sync_openat, uring_openat, ...). */
+#define IORING_OPS(prefix, backend_name)                                                                   \
+        {                                                                                                  \
+                .name = (backend_name), .openat = prefix##_openat, .read = prefix##_read,                  \
+                .fadvise = prefix##_fadvise, .close = prefix##_close, .statx = prefix##_statx,             \
+                .poll = prefix##_poll, .cancel_fd = prefix##_cancel_fd, .cancel_tag = prefix##_cancel_tag, \
+                .enable_direct = prefix##_enable_direct, .open_read_close = prefix##_open_read_close,      \
+                .close_direct = prefix##_close_direct, .submit = prefix##_submit, .reap = prefix##_reap,   \
+                .free = prefix##_free,                                                                     \
+        }
+
 struct IoRing {
         const IoRingOps *ops;
         IoMode mode;

@@ -210,23 +210,7 @@ static void sync_free(IoRing *r)
         free(s);
 }
 
-static const IoRingOps sync_ops = {
-        .name = "pread",
-        .openat = sync_openat,
-        .read = sync_read,
-        .fadvise = sync_fadvise,
-        .close = sync_close,
-        .statx = sync_statx,
-        .poll = sync_poll,
-        .cancel_fd = sync_cancel_fd,
-        .cancel_tag = sync_cancel_tag,
-        .enable_direct = sync_enable_direct,
-        .open_read_close = sync_open_read_close,
-        .close_direct = sync_close_direct,
-        .submit = sync_submit,
-        .reap = sync_reap,
-        .free = sync_free,
-};
+static const IoRingOps sync_ops = IORING_OPS(sync, "pread");
 
 int ioring_sync_new(int wake_fd, IoRing **ret)
 {

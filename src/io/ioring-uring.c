@@ -237,23 +237,7 @@ static void uring_free(IoRing *r)
         free(URING(r));
 }
 
-static const IoRingOps uring_ops = {
-        .name = "io_uring",
-        .openat = uring_openat,
-        .read = uring_read,
-        .fadvise = uring_fadvise,
-        .close = uring_close,
-        .statx = uring_statx,
-        .poll = uring_poll,
-        .cancel_fd = uring_cancel_fd,
-        .cancel_tag = uring_cancel_tag,
-        .enable_direct = uring_enable_direct,
-        .open_read_close = uring_open_read_close,
-        .close_direct = uring_close_direct,
-        .submit = uring_submit,
-        .reap = uring_reap,
-        .free = uring_free,
-};
+static const IoRingOps uring_ops = IORING_OPS(uring, "io_uring");
 
 static int uring_setup(struct io_uring *ring, unsigned entries)
 {

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "basic/string-table.h"
+
 
 /*
  * One IoRing belongs to one thread, the one that created it (the ring is SINGLE_ISSUER). Operations
@@ -27,8 +29,7 @@ typedef enum IoMode {
         _IO_MODE_INVALID = -EINVAL,
 } IoMode;
 
-const char *io_mode_to_string(IoMode m);
-IoMode io_mode_from_string(const char *s);
+DECLARE_STRING_TABLE_LOOKUP(io_mode, IoMode);
 
 typedef struct IoCompletion {
         uint64_t tag;

@@ -2,6 +2,7 @@
 /* bus.h: which bus fhashd and its clients meet on, and opening a connection to it */
 #pragma once
 
+#include <getopt.h>
 #include <systemd/sd-bus.h>
 
 typedef enum BusKind {
@@ -13,6 +14,11 @@ typedef enum BusKind {
 /* Opens a client connection to the bus of kind (address for BUS_KIND_ADDRESS), with fd passing
  * negotiated and description set (may be NULL), and started. -errno as sd-bus gives it. */
 int bus_open(BusKind kind, const char *address, const char *description, sd_bus **ret);
+
+/* fhashd's and fhashctl's --system, --user and --address, for a struct option table. */
+#define BUS_KIND_OPTIONS(system_val, user_val, address_val)                                                \
+        { "system", no_argument, NULL, (system_val) }, { "user", no_argument, NULL, (user_val) },          \
+                { "address", required_argument, NULL, (address_val) }
 
 /* "system", "user" or "given": for messages. */
 const char *bus_kind_to_string(BusKind kind);
