@@ -14,7 +14,7 @@
 
 #include "basic/macro.h"
 #include "test-helpers.h"
-#include "ctl/runner.h"
+#include "client/runner.h"
 
 /* A source of n items named "item-<i>", built in one buffer that every call overwrites (the order
  * must copy). Every 97th is a note, every 101st an error from the walk. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "basic/macro.h"
-#include "ctl/progress.h"
+#include "client/progress.h"
 #include "engine/engine.h"
 #include "hash/hash.h"
 #include "protocol/bus.h"

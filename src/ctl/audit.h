@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "ctl/runner.h"
+#include "client/runner.h"
 #include "hash/algo.h"
 
 /* Hashes a source's items (in-process or through fhashd, as the command line says); returns 0 or

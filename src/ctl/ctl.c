@@ -11,7 +11,7 @@
 #include "basic/macro.h"
 #include "ctl/args.h"
 #include "ctl/audit.h"
-#include "ctl/bus-client.h"
+#include "client/bus-client.h"
 #include "ctl/check.h"
 #include "ctl/ctl.h"
 #include "ctl/output.h"

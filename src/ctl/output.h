@@ -35,9 +35,6 @@ int output_write_check_name(FILE *f, const char *name);
  * bytes that are not UTF-8 as $'\n' / $'\377'. */
 int output_quote(const char *name, char **ret);
 
-/* True if s is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF). */
-bool output_is_utf8(const char *s);
-
 /* Writes s as a JSON string (with the quotes). Valid UTF-8 is kept, control characters are escaped,
  * and every byte that is not part of valid UTF-8 becomes a lone surrogate "\udcXX" (XX = the byte),
  * which is PEP 383's "surrogateescape": Python's json.loads() accepts it and os.fsencode() returns

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "ctl/args.h"
-#include "ctl/bus-client.h"
+#include "client/bus-client.h"
 #include "ctl/run.h"
 
 /* Runs the items of source through fhashd or in-process, per the options, hashing while the source

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "ctl/args.h"
-#include "ctl/runner.h"
+#include "client/runner.h"
 
 /* Runs the items of source through fhashd (falling back to in-process hashing with a note, unless
  * --daemon) or in-process (--local), hashing while the source still produces them. Returns 0, or

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <systemd/sd-bus.h>
 
-#include "ctl/runner.h"
+#include "client/runner.h"
 #include "protocol/bus.h"
 
 /* Connects and pings fhashd (which D-Bus-activates it where it is activatable). -errno with error set

@@ -6,7 +6,7 @@
 
 #include "engine/engine.h"
 #include "basic/macro.h"
-#include "ctl/runner.h"
+#include "client/runner.h"
 
 const char *run_result_reason(const RunResult *r)
 {

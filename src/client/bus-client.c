@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctl/bus-client.h"
+#include "client/bus-client.h"
 #include "fhash/fhash-dbus.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "ctl/output.h"
+#include "basic/utf8.h"
 #include "protocol/bus.h"
 #include "protocol/errors.h"
 
@@ -597,7 +597,7 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
         for (size_t k = 0; k < call->n; k++) {
                 const RunItem *it = item_at(c, call->idx[k]);
 
-                if (!output_is_utf8(it->name) || strlen(it->name) > FHASH_NAME_MAX)
+                if (!utf8_is_valid(it->name) || strlen(it->name) > FHASH_NAME_MAX)
                         names_utf8 = false;
                 if (it->expected)
                         any_expected = true;

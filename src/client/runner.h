@@ -8,7 +8,7 @@
 
 #include "engine/engine.h"
 #include "hash/hash.h"
-#include "ctl/progress.h"
+#include "client/progress.h"
 
 typedef struct RunItem {
         const char *name;      /* what the user sees */

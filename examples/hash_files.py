@@ -1,0 +1,26 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""hash_files.py: the fhash Python module in a few lines. Prints what `sha256sum FILE...` prints, through
+fhashd where it can be reached (the system bus, or --address ADDR), else in this process."""
+import sys
+
+import fhash
+
+
+def main(argv):
+    address = None
+    if len(argv) > 2 and argv[1] == "--address":
+        address, argv = argv[2], argv[2:]
+    status = 0
+    with fhash.Client(address=address) as client:
+        for r in client.hash(argv[1:]):
+            if r.ok:
+                print(f"{r.digest}  {r.name}")
+            else:
+                print(f"sha256sum: {r.name}: {r.message}", file=sys.stderr)
+                status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* fhash.h: libfhash, the client library of fhashd, the file-hashing service.
+ *
+ * A program hands files to a client and gets one result per file, in the order it gave them:
+ *
+ *     fhash_client *c;
+ *     if (fhash_client_new(NULL, &c, NULL) < 0) ...                       system bus, or in-process
+ *     fhash_hash_paths(c, paths, n, NULL, print_result, NULL, &error);    sha256, blocking
+ *     fhash_client_free(c);
+ *
+ * Through fhashd the library does what its D-Bus API asks of a client: it activates fhashd, takes a
+ * direct connection when fhashd offers one, opens every file itself and passes the fds (16 per call,
+ * in open jobs that it feeds as results come back), retries when fhashd says Busy, and reorders the
+ * results, which arrive as they complete. Where no fhashd can be reached it hashes in this process
+ * with the same engine, unless told not to.
+ *
+ * Errors are negative errno values. A function that takes an fhash_error fills it in on failure with
+ * the D-Bus error name (or "") and a message for people. Thread safety: an fhash_client is used by
+ * one thread at a time; different clients may be used from different threads at once.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FHASH_ERROR_NAME_MAX 128
+#define FHASH_ERROR_MESSAGE_MAX 512
+
+typedef struct fhash_error {
+        int error;                                /* -errno; 0 when nothing failed */
+        char name[FHASH_ERROR_NAME_MAX];          /* "org.fhash.Hasher1.Error.Busy", or "" */
+        char message[FHASH_ERROR_MESSAGE_MAX];    /* for people, never empty after a failure */
+} fhash_error;
+
+typedef enum fhash_bus {
+        FHASH_BUS_SYSTEM = 0,   /* fhashd on the system bus (the default) */
+        FHASH_BUS_USER = 1,     /* fhashd on the user's session bus */
+        FHASH_BUS_ADDRESS = 2,  /* the bus at fhash_client_options.address */
+} fhash_bus;
+
+/* fhash_client_options.flags */
+enum {
+        FHASH_CLIENT_LOCAL = 1u << 0,        /* never fhashd: hash in this process */
+        FHASH_CLIENT_NO_FALLBACK = 1u << 1,  /* fail (-ENOTCONN) rather than hash in-process */
+        FHASH_CLIENT_NO_DIRECT = 1u << 2,    /* pass fds through the bus, not a direct connection */
+};
+
+typedef struct fhash_client_options {
+        fhash_bus bus;
+        const char *address;  /* FHASH_BUS_ADDRESS: a D-Bus address ("unix:path=/run/...") */
+        unsigned flags;       /* FHASH_CLIENT_* */
+} fhash_client_options;
+
+typedef struct fhash_client fhash_client;
+
+/* Connects (options NULL: the system bus, in-process where fhashd cannot be reached). Reaching
+ * fhashd activates it where it is D-Bus activatable. 0, or -errno with error filled in: -ENOTCONN
+ * with FHASH_CLIENT_NO_FALLBACK and no fhashd, -EINVAL for bad options, -ENOMEM. */
+int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error);
+/* Closes the connection. NULL is allowed. Returns NULL. */
+fhash_client *fhash_client_free(fhash_client *c);
+/* 1 when the client hashes through fhashd, 0 when in this process. */
+int fhash_client_uses_daemon(const fhash_client *c);
+
+typedef struct fhash_result {
+        size_t index;         /* the file's position in the call, from 0 */
+        const char *name;     /* as given */
+        uint64_t size;        /* bytes hashed */
+        /* Lower-case hex; with several algorithms ("sha256,blake3") their digests joined by ','.
+         * NULL when the file failed. */
+        const char *digest;
+        /* 0, or -errno: -ENOENT, -EACCES, -EISDIR, ... as opening or reading failed; -EBADMSG: not
+         * the expected digest (digest holds the one computed); -ESTALE: the file changed while it
+         * was read; -ECANCELED. */
+        int error;
+        const char *message;  /* what went wrong, NULL on success */
+} fhash_result;
+
+/* Called once per file, in the order the files were given, from inside fhash_hash_paths(). The
+ * strings last until it returns. */
+typedef void (*fhash_result_fn)(const fhash_result *result, void *userdata);
+
+/* fhash_hash_options.flags */
+enum {
+        FHASH_HASH_DONTCACHE = 1u << 0,  /* cache-neutral: add nothing to the page cache, evict nothing */
+};
+
+typedef struct fhash_hash_options {
+        const char *algorithm;        /* NULL: "sha256"; one of fhashctl's names, or up to 4 joined
+                                       * by ',' to read each file once and hash it with each */
+        const char *const *expected;  /* NULL, or a hex digest per path (NULL or "": none) */
+        unsigned flags;               /* FHASH_HASH_* */
+} fhash_hash_options;
+
+/* Hashes n files by path (relative paths from the current directory; "-" is standard input),
+ * calling fn for each, in order, and returns once every file has its result: 0 (files that failed
+ * have an error in their result, not here), or -errno with error filled in when the run itself
+ * could not happen (-EINVAL: an unknown algorithm or bad options; fhashd gone in the middle). */
+int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
+                     fhash_result_fn fn, void *userdata, fhash_error *error);
+
+/* The algorithm names, in the order of fhashd's Algorithms property: a static NULL-terminated array. */
+const char *const *fhash_algorithms(void);
+/* "0.1.0". */
+const char *fhash_version(void);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""fhash: hash files through fhashd, the file-hashing service, or in this process where it cannot be
+reached, with libfhash (ctypes over libfhash.so.0).
+
+    import fhash
+    with fhash.Client() as client:                  # the system bus; Client(address=...) for another
+        for r in client.hash(["/etc/passwd", "/etc/group"], algo="sha256"):
+            print(r.digest if r.ok else r.message, r.name)
+
+Results come in the order the files were given. A file that cannot be read is a Result with an error,
+not an exception; exceptions are for a run that cannot happen: fhash.Error, or the subclass named
+after the D-Bus error (Busy, AccessDenied, InvalidArgs, ...).
+
+ctypes rather than a C extension: libfhash's API is a handful of plain C functions and structs, the
+module then needs no compiler and no Python headers to build, and one module works with every
+Python 3 that Debian ships.
+"""
+
+import asyncio
+import ctypes
+import errno as _errno
+import os
+from typing import Iterable, List, NamedTuple, Optional, Sequence, Union
+
+__all__ = ["Client", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
+           "version"]
+
+_lib = ctypes.CDLL(os.environ.get("FHASH_LIBRARY") or "libfhash.so.0")
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("error", ctypes.c_int), ("name", ctypes.c_char * 128), ("message", ctypes.c_char * 512)]
+
+
+class _ClientOptions(ctypes.Structure):
+    _fields_ = [("bus", ctypes.c_int), ("address", ctypes.c_char_p), ("flags", ctypes.c_uint)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("index", ctypes.c_size_t), ("name", ctypes.c_char_p), ("size", ctypes.c_uint64),
+                ("digest", ctypes.c_char_p), ("error", ctypes.c_int), ("message", ctypes.c_char_p)]
+
+
+class _HashOptions(ctypes.Structure):
+    _fields_ = [("algorithm", ctypes.c_char_p), ("expected", ctypes.POINTER(ctypes.c_char_p)),
+                ("flags", ctypes.c_uint)]
+
+
+_ResultFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Result), ctypes.c_void_p)
+
+_lib.fhash_client_new.argtypes = [ctypes.POINTER(_ClientOptions), ctypes.POINTER(ctypes.c_void_p),
+                                  ctypes.POINTER(_Error)]
+_lib.fhash_client_new.restype = ctypes.c_int
+_lib.fhash_client_free.argtypes = [ctypes.c_void_p]
+_lib.fhash_client_free.restype = ctypes.c_void_p
+_lib.fhash_client_uses_daemon.argtypes = [ctypes.c_void_p]
+_lib.fhash_client_uses_daemon.restype = ctypes.c_int
+_lib.fhash_hash_paths.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                  ctypes.POINTER(_HashOptions), _ResultFn, ctypes.c_void_p, ctypes.POINTER(_Error)]
+_lib.fhash_hash_paths.restype = ctypes.c_int
+_lib.fhash_algorithms.argtypes = []
+_lib.fhash_algorithms.restype = ctypes.POINTER(ctypes.c_char_p)
+_lib.fhash_version.argtypes = []
+_lib.fhash_version.restype = ctypes.c_char_p
+
+_BUS = {"system": 0, "user": 1}
+_CLIENT_LOCAL, _CLIENT_NO_FALLBACK, _CLIENT_NO_DIRECT = 1, 2, 4
+_HASH_DONTCACHE = 1
+
+
+class Error(Exception):
+    """A run that could not happen. errno is the positive errno value, name the D-Bus error name (or
+    None), message what fhashd or libfhash said."""
+
+    def __init__(self, errno: int, name: Optional[str], message: str):
+        super().__init__(message)
+        self.errno, self.name, self.message = errno, name, message
+
+
+class Busy(Error):
+    """org.fhash.Hasher1.Error.Busy: a per-user limit of fhashd; try again later."""
+
+
+class AccessDenied(Error):
+    """org.freedesktop.DBus.Error.AccessDenied or org.fhash.Hasher1.Error.AccessDenied."""
+
+
+class InvalidArgs(Error):
+    """org.freedesktop.DBus.Error.InvalidArgs, or arguments libfhash refused (EINVAL)."""
+
+
+class NotReachable(Error):
+    """No fhashd could be reached, and the client was told not to hash in-process."""
+
+
+_BY_NAME = {
+    "org.fhash.Hasher1.Error.Busy": Busy,
+    "org.fhash.Hasher1.Error.AccessDenied": AccessDenied,
+    "org.freedesktop.DBus.Error.AccessDenied": AccessDenied,
+    "org.freedesktop.DBus.Error.InvalidArgs": InvalidArgs,
+}
+
+
+def _raise(e: _Error):
+    name = e.name.decode(errors="replace") or None
+    errno = -e.error
+    cls = _BY_NAME.get(name or "") or (InvalidArgs if errno == _errno.EINVAL else
+                                         NotReachable if errno == _errno.ENOTCONN else Error)
+    raise cls(errno, name, e.message.decode(errors="replace"))
+
+
+class Result(NamedTuple):
+    """One file's outcome. error is 0 or a positive errno (EBADMSG: not the expected digest, which
+    digest still holds; ESTALE: the file changed while it was read)."""
+    index: int
+    name: str
+    size: int
+    digest: Optional[str]
+    error: int
+    message: Optional[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.error == 0
+
+
+PathLike = Union[str, bytes, os.PathLike]
+
+
+class Client:
+    """A connection to fhashd (or, where it cannot be reached and fallback is allowed, the engine in
+    this process). One thread at a time; use one Client per thread."""
+
+    def __init__(self, address: Optional[str] = None, bus: str = "system", local: bool = False,
+                 fallback: bool = True, direct: bool = True):
+        self._handle = None
+        opts = _ClientOptions(2 if address else _BUS[bus], address.encode() if address else None,
+                              (_CLIENT_LOCAL if local else 0) | (0 if fallback or local else _CLIENT_NO_FALLBACK) |
+                              (0 if direct else _CLIENT_NO_DIRECT))
+        handle, err = ctypes.c_void_p(), _Error()
+        if _lib.fhash_client_new(ctypes.byref(opts), ctypes.byref(handle), ctypes.byref(err)) < 0:
+            _raise(err)
+        self._handle = handle
+
+    @property
+    def uses_daemon(self) -> bool:
+        """True when files go to fhashd, False when they are hashed in this process."""
+        return bool(_lib.fhash_client_uses_daemon(self._check()))
+
+    def _check(self):
+        if not self._handle:
+            raise ValueError("the client is closed")
+        return self._handle
+
+    def hash(self, paths: Iterable[PathLike], algo: str = "sha256",
+             expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
+        """Hashes the files (blocking) and returns a Result per file, in order. algo may join up to four
+        algorithms with ',' (each file is read once); digests are then joined by ',' too."""
+        names = [os.fsencode(p) for p in paths]
+        if expected is not None and len(expected) != len(names):
+            raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
+        arr = (ctypes.c_char_p * max(1, len(names)))(*names)
+        exp = None
+        if expected is not None:
+            exp = (ctypes.c_char_p * max(1, len(names)))(*[(e or "").encode() for e in expected])
+        opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
+                            _HASH_DONTCACHE if dontcache else 0)
+        results: List[Result] = []
+
+        def on_result(r, _):
+            r = r.contents
+            results.append(Result(r.index, os.fsdecode(r.name), r.size,
+                                  r.digest.decode() if r.digest else None, -r.error,
+                                  r.message.decode(errors="replace") if r.message else None))
+
+        err = _Error()
+        cb = _ResultFn(on_result)
+        if _lib.fhash_hash_paths(self._check(), arr, len(names), ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
+            _raise(err)
+        return results
+
+    async def hash_async(self, paths: Iterable[PathLike], **kw) -> List[Result]:
+        """hash() on a worker thread, for asyncio code: the event loop goes on meanwhile."""
+        paths = list(paths)
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: self.hash(paths, **kw))
+
+    def close(self):
+        if self._handle:
+            _lib.fhash_client_free(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+def algorithms() -> List[str]:
+    """The algorithm names libfhash and fhashd know, in the order of fhashd's Algorithms property."""
+    names, arr, i = [], _lib.fhash_algorithms(), 0
+    while arr[i]:
+        names.append(arr[i].decode())
+        i += 1
+    return names
+
+
+def version() -> str:
+    return _lib.fhash_version().decode()

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/* fhash.c: libfhash's public API (include/fhash/fhash.h) over the client pipeline */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "basic/macro.h"
+#include "build-config.h"
+#include "client/bus-client.h"
+#include "client/runner.h"
+#include "fhash/fhash.h"
+#include "hash/hash.h"
+#include "protocol/bus.h"
+
+struct fhash_client {
+        sd_bus *bus;  /* NULL: in-process */
+        unsigned flags;
+};
+
+_printf_(4, 5) static int set_error(fhash_error *e, int r, const char *name, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (r >= 0)
+                r = -EIO;
+        if (e) {
+                *e = (fhash_error){ .error = r };
+                (void)snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
+                va_start(ap, fmt);
+                (void)vsnprintf(e->message, sizeof(e->message), fmt, ap);
+                va_end(ap);
+        }
+        return r;
+}
+
+/* r with error taken from what sd-bus said, else strerror(). */
+static int set_bus_error(fhash_error *e, int r, const sd_bus_error *be, const char *what)
+{
+        if (sd_bus_error_is_set(be))
+                return set_error(e, r, be->name, "%s: %s", what, be->message ? be->message : be->name);
+        return set_error(e, r, NULL, "%s: %s", what, strerror(r < 0 ? -r : EIO));
+}
+
+_public_ int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
+        fhash_client_options o = options ? *options : (fhash_client_options){ .bus = FHASH_BUS_SYSTEM };
+        static const BusKind kinds[] = { [FHASH_BUS_SYSTEM] = BUS_KIND_SYSTEM, [FHASH_BUS_USER] = BUS_KIND_USER,
+                                         [FHASH_BUS_ADDRESS] = BUS_KIND_ADDRESS };
+        fhash_client *c;
+        int r;
+
+        if (!ret || (unsigned)o.bus >= ELEMENTSOF(kinds) || (o.bus == FHASH_BUS_ADDRESS) != !!o.address ||
+            (o.flags & FHASH_CLIENT_LOCAL && o.flags & FHASH_CLIENT_NO_FALLBACK))
+                return set_error(error, -EINVAL, NULL, "fhash_client_new: invalid options");
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return set_error(error, -ENOMEM, NULL, "out of memory");
+        c->flags = o.flags;
+        if (!(o.flags & FHASH_CLIENT_LOCAL)) {
+                r = bus_client_open(kinds[o.bus], o.address, &c->bus, &be);
+                if (r < 0 && o.flags & FHASH_CLIENT_NO_FALLBACK) {
+                        free(c);
+                        return set_bus_error(error, -ENOTCONN, &be, "fhashd is not reachable");
+                }
+                if (r >= 0 && !(o.flags & FHASH_CLIENT_NO_DIRECT))
+                        (void)bus_client_open_direct(&c->bus);
+        }
+        *ret = c;
+        return 0;
+}
+
+_public_ fhash_client *fhash_client_free(fhash_client *c)
+{
+        if (c) {
+                sd_bus_flush_close_unref(c->bus);
+                free(c);
+        }
+        return NULL;
+}
+
+_public_ int fhash_client_uses_daemon(const fhash_client *c)
+{
+        return c && c->bus;
+}
+
+typedef struct Delivery {
+        fhash_result_fn fn;
+        void *userdata;
+} Delivery;
+
+static int run_error(const RunResult *r)
+{
+        switch (r->status) {
+        case RUN_OK:
+                return 0;
+        case RUN_MISMATCH:
+                return -EBADMSG;
+        case RUN_CHANGED:
+                return -ESTALE;
+        case RUN_CANCELLED:
+                return -ECANCELED;
+        default:
+                return r->error < 0 ? r->error : -EIO;
+        }
+}
+
+static void deliver(const RunItem *item, const RunResult *r, void *userdata)
+{
+        Delivery *d = userdata;
+        int e = run_error(r);
+        fhash_result res = {
+                .index = r->index,
+                .name = item->name,
+                .size = r->size,
+                .digest = r->hex[0] ? r->hex : NULL,
+                .error = e,
+                .message = e == 0 ? NULL : r->message ? r->message : run_result_reason(r),
+        };
+
+        d->fn(&res, d->userdata);
+}
+
+/* The checks fhash_hash_paths() makes before anything is allocated. */
+static int check_inputs(const char *const *paths, size_t n, const fhash_hash_options *o, const HashAlgoSet *algos,
+                        fhash_error *error)
+{
+        for (size_t i = 0; i < n; i++) {
+                const char *e = o->expected ? o->expected[i] : NULL;
+
+                if (!paths[i])
+                        return set_error(error, -EINVAL, NULL, "paths[%zu] is NULL", i);
+                if (e && e[0] && (algos->n > 1 ? !hash_set_hex_valid(algos, e)
+                                               : strlen(e) != 2 * hash_algo_digest_size(algos->algos[0])))
+                        return set_error(error, -EINVAL, NULL, "expected[%zu] is not a %s digest", i,
+                                         o->algorithm ? o->algorithm : "sha256");
+        }
+        return 0;
+}
+
+_public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
+                              fhash_result_fn fn, void *userdata, fhash_error *error)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
+        fhash_hash_options o = options ? *options : (fhash_hash_options){};
+        HashAlgoSet algos;
+        Delivery d = { .fn = fn, .userdata = userdata };
+        Progress progress;
+        RunItem *items;
+        int r;
+
+        if (!c || (!paths && n > 0) || !fn)
+                return set_error(error, -EINVAL, NULL, "fhash_hash_paths: invalid arguments");
+        if (hash_algo_set_parse(o.algorithm ? o.algorithm : "sha256", &algos) < 0)
+                return set_error(error, -EINVAL, NULL, "unknown algorithm \"%s\" (known: %s; at most %d joined by ',')",
+                                 o.algorithm, hash_algo_list(), HASH_SET_MAX);
+        r = check_inputs(paths, n, &o, &algos, error);
+        if (r < 0)
+                return r;
+        items = calloc(MAX(n, (size_t)1), sizeof(*items));
+        if (!items)
+                return set_error(error, -ENOMEM, NULL, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                const char *e = o.expected ? o.expected[i] : NULL;
+
+                items[i] = (RunItem){ .name = paths[i], .path = paths[i], .algo = algos.algos[0],
+                                      .expected = e && e[0] ? e : NULL };
+        }
+
+        RunArray array = { .items = items, .n = n };
+        RunSource source = { .next = run_array_next, .userdata = &array };
+        RunReadOptions ro = { .dontcache = o.flags & FHASH_HASH_DONTCACHE, .algos = algos.n > 1 ? &algos : NULL };
+
+        progress_init(&progress, PROGRESS_OFF, -1);
+        if (c->bus) {
+                r = bus_client_run(c->bus, &source, &ro, deliver, &d, &progress, &be);
+                if (r < 0)
+                        r = set_bus_error(error, r, &be, "hashing through fhashd failed");
+        } else {
+                r = run_local(&source, &ro, deliver, &d, &progress);
+                if (r < 0)
+                        r = set_error(error, r, NULL, "cannot start the hashing engine: %s", strerror(-r));
+        }
+        free(items);
+        return r < 0 ? r : 0;
+}
+
+static const char *algorithm_names[_HASH_ALGO_MAX + 1];
+static pthread_once_t algorithm_names_once = PTHREAD_ONCE_INIT;
+
+static void algorithm_names_fill(void)
+{
+        for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)
+                algorithm_names[a] = hash_algo_to_string(a);
+}
+
+_public_ const char *const *fhash_algorithms(void)
+{
+        (void)pthread_once(&algorithm_names_once, algorithm_names_fill);
+        return algorithm_names;
+}
+
+_public_ const char *fhash_version(void)
+{
+        return FHASH_VERSION;
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# test-libfhash.py: libfhash.so as an integrator sees it: only fhash_* exported; the installed header,
+# library and fhash.pc build examples/hash-files.c out of tree; that program and examples/hash_files.py
+# print what sha256sum prints, through a real fhashd on a private bus and in-process; the Python
+# module's API (algorithm sets, expected digests, errors, asyncio) against hashlib and the daemon.
+import asyncio
+import errno
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fhashtest as ft  # noqa: E402
+
+BUILD = os.environ.get("FHASH_BUILD_ROOT", "")
+SRC = os.environ.get("FHASH_SOURCE_ROOT", "")
+LIB = os.path.join(BUILD, "src", "libfhash.so.0")
+EXAMPLE = os.path.join(BUILD, "examples", "hash-files")
+
+
+def sha256sum(files, cwd):
+    return subprocess.run(["sha256sum", "--"] + files, cwd=cwd, capture_output=True, text=True)
+
+
+def same_as_sha256sum(cmd, files, cwd, env, what):
+    ref = sha256sum(files, cwd)
+    got = subprocess.run(cmd + files, cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    ft.check(got.stdout == ref.stdout, f"{what}: stdout differs from sha256sum:\n{got.stdout[:500]}\n---\n{ref.stdout[:500]}")
+    ft.check(got.stderr == ref.stderr, f"{what}: stderr {got.stderr!r}, sha256sum's {ref.stderr!r}")
+    ft.check(got.returncode == ref.returncode, f"{what}: exit {got.returncode}, sha256sum {ref.returncode}")
+
+
+def test_exports():
+    out = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True, check=True).stdout
+    syms = [line.split()[-1] for line in out.splitlines() if line.split()[-2] in ("T", "D", "B", "R", "W")]
+    ft.check(syms and all(s.startswith("fhash_") for s in syms), f"libfhash exports more than fhash_*: "
+             f"{[s for s in syms if not s.startswith('fhash_')][:10]}")
+    soname = subprocess.run(["objdump", "-p", LIB], capture_output=True, text=True, check=True).stdout
+    ft.check("SONAME               libfhash.so.0" in soname, "soname is not libfhash.so.0")
+    ft.log(f"ok: libfhash.so.0 exports {len(syms)} symbols, all fhash_*")
+
+
+def test_out_of_tree(tmp):
+    """meson install into a destdir, then cc hash-files.c $(pkg-config --cflags --libs fhash)."""
+    root = os.path.join(tmp, "root")
+    r = subprocess.run(["meson", "install", "-C", BUILD, "--destdir", root, "--no-rebuild", "--quiet"],
+                       capture_output=True, text=True)
+    ft.check(r.returncode == 0, f"meson install: {r.stdout}{r.stderr}")
+    pcs = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f == "fhash.pc"]
+    ft.check(len(pcs) == 1, f"fhash.pc installed {len(pcs)} times")
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pcs[0]))
+    prefix = subprocess.run(["pkg-config", "--variable=prefix", "fhash"], env=env, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    # The prefix as installed, moved under the destdir (--define-prefix guesses wrong with a
+    # multiarch libdir).
+    flags = subprocess.run(["pkg-config", f"--define-variable=prefix={root}{prefix}", "--cflags", "--libs", "fhash"],
+                           env=env, capture_output=True, text=True, check=True).stdout.split()
+    ft.check(any(root in f for f in flags), f"pkg-config does not point into the destdir: {flags}")
+    exe = os.path.join(tmp, "hash-files")
+    src = os.path.join(tmp, "hash-files.c")
+    shutil.copy(os.path.join(SRC, "examples", "hash-files.c"), src)  # nothing of the tree but the file
+    r = subprocess.run(["cc", "-Wall", "-Werror", src, "-o", exe] + flags, capture_output=True, text=True)
+    ft.check(r.returncode == 0, f"out-of-tree build failed: {r.stderr}")
+    libdir = next(f[2:] for f in flags if f.startswith("-L"))
+    ft.log(f"ok: hash-files.c built out of tree with pkg-config fhash ({' '.join(flags)})")
+    return exe, libdir
+
+
+def test_python_module(mod, address, files, tmp):
+    with mod.Client(address=address, fallback=False) as c:
+        ft.check(c.uses_daemon, "Client(address=...) does not use fhashd")
+        res = c.hash(files)
+        ft.check([r.name for r in res] == files and all(r.ok for r in res), f"results: {res[:3]}")
+        for r in res:
+            with open(r.name, "rb") as f:
+                data = f.read()
+            ft.check(r.digest == hashlib.sha256(data).hexdigest() and r.size == len(data), f"{r}")
+        # Several algorithms in one read, expected digests (one wrong), a missing file.
+        want = [hashlib.md5(open(p, "rb").read()).hexdigest() + "," + hashlib.sha1(open(p, "rb").read()).hexdigest()
+                for p in files[:2]]
+        wrong = "0" * 32 + "," + want[1].split(",")[1]
+        res = c.hash(files[:2] + ["/nonexistent/x"], algo="md5,sha1", expected=[want[0], wrong, None])
+        ft.check(res[0].ok and res[0].digest == want[0], f"md5,sha1 expected ok: {res[0]}")
+        ft.check(res[1].error == errno.EBADMSG and res[1].digest == want[1], f"mismatch: {res[1]}")
+        ft.check(res[2].error == errno.ENOENT and res[2].digest is None, f"missing: {res[2]}")
+        try:
+            c.hash(files[:1], algo="sha257")
+            ft.fail("an unknown algorithm was accepted")
+        except mod.InvalidArgs as e:
+            ft.check(e.errno == errno.EINVAL and "sha257" in e.message, f"unknown algorithm: {e.message}")
+        res = asyncio.run(c.hash_async(files[:3], algo="blake3"))
+        ft.check(len(res) == 3 and all(r.ok and len(r.digest) == 64 for r in res), f"hash_async: {res}")
+    with mod.Client(local=True) as c:
+        ft.check(not c.uses_daemon, "Client(local=True) uses fhashd")
+        ft.check(c.hash(files[:1])[0].digest == hashlib.sha256(open(files[0], "rb").read()).hexdigest(), "local")
+    dead = f"unix:path={tmp}/no-such-bus"
+    try:
+        mod.Client(address=dead, fallback=False)
+        ft.fail("Client(fallback=False) without fhashd did not raise")
+    except mod.NotReachable as e:
+        ft.check(e.errno == errno.ENOTCONN, f"NotReachable errno {e.errno}")
+    with mod.Client(address=dead) as c:
+        ft.check(not c.uses_daemon and c.hash(files[:1])[0].ok, "fallback to in-process")
+    ft.check("sha256" in mod.algorithms() and "blake3" in mod.algorithms() and mod.version(), "algorithms/version")
+    ft.log("ok: the Python module: daemon and local, algorithm sets, expected, errors, asyncio, fallback")
+
+
+def lib_env(**kw):
+    """The environment for a program that loads this build's library but was not built with it (the
+    out-of-tree example, Python): a sanitizer build's library needs its runtime loaded first,
+    preloaded, with leak checks off for an interpreter's own allocations."""
+    env = dict(os.environ, **kw)
+    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
+    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
+                if "=>" in line and any(s in line for s in ("libasan", "libubsan"))]
+    if runtimes:
+        env["LD_PRELOAD"] = " ".join(runtimes)
+        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
+    return env
+
+
+def python_env():
+    """PYTHONPATH and FHASH_LIBRARY for this build's module and library."""
+    return lib_env(PYTHONPATH=os.path.join(SRC, "python"), FHASH_LIBRARY=LIB)
+
+
+def main():
+    if len(sys.argv) > 3 and sys.argv[1] == "--module":
+        import fhash
+        test_python_module(fhash, sys.argv[2], sys.argv[4:], sys.argv[3])
+        return
+    for p in ("sha256sum", "nm", "objdump", "cc", "pkg-config", "meson", "dbus-daemon"):
+        if not shutil.which(p):
+            ft.skip(f"{p} is not installed")
+    if not os.path.exists(LIB) or not os.path.exists(EXAMPLE):
+        ft.skip(f"libfhash or the example is not built in {BUILD}")
+    test_exports()
+    with ft.Bus() as bus:
+        tmp = tempfile.mkdtemp(prefix="fhash-lib-", dir=bus.dir)
+        files = ft.make_files(os.path.join(tmp, "files"), 300, max_size=200000, seed=15)
+        files = [os.path.relpath(p, tmp) for p in files] + ["missing-file"]
+        exe, libdir = test_out_of_tree(tmp)
+        with ft.Daemon(bus, "--workers", "2") as d:
+            env = lib_env(LD_LIBRARY_PATH=libdir)
+            same_as_sha256sum([exe, "--address", bus.address], files, tmp, env, "out-of-tree hash-files via fhashd")
+            same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ),
+                              "hash-files via fhashd")
+            pyenv = python_env()
+            same_as_sha256sum(["/usr/bin/python3", os.path.join(SRC, "examples", "hash_files.py"), "--address",
+                               bus.address], files, tmp, pyenv, "hash_files.py via fhashd")
+            # The module's own tests, in a Python whose environment can load this build's library.
+            r = subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--module", bus.address, tmp]
+                               + [f for f in files if f != "missing-file"], env=pyenv, cwd=tmp, timeout=120)
+            ft.check(r.returncode == 0, f"the Python module's tests failed ({r.returncode})")
+            ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+        # No fhashd on this bus: the examples hash in-process and print the same.
+        same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ), "hash-files in-process")
+        ft.log("ok: hash-files (in tree and out of tree) and hash_files.py print what sha256sum prints, "
+               "through fhashd and in-process")
+
+
+if __name__ == "__main__":
+    main()
