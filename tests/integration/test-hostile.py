@@ -726,26 +726,39 @@ def sub_H2(env, s):
     """Replies over 32 MiB: fhashd must bound them and stay on the bus."""
     sizes = f"{1900 << 10},{1 << 16},4095,4000"
     for via in ("bus", "direct"):
-        s.part = via
-        d, base = start(env, s)
-        with Watch(env, d) as w:
-            t0 = time.monotonic()
-            a = env.role("bigreply", [via, env.f4k, sizes if via == "bus" else f"{3900 << 10}," + sizes])
-            res = a.expect("RESULT", 300) or {"error": f"no result: {a.stderr()[-300:]}"}
-            s.fig("attack", res)
-            time.sleep(1)
-            s.expect(d.alive(), f"fhashd died: {last_line(d.log())}")
-            gr = res.get("get_results", "")
-            s.expect(gr.startswith("ok") or error_name(gr) in DOCUMENTED_ERRORS,
-                     f"GetResults: {gr or res}")
-            long_refused = str(res.get("refused", {}))
-            s.expect(res.get("name_len") is not None and res["name_len"] < 4096,
-                     f"names of {res.get('name_len')} bytes were accepted (refused: {long_refused[:200]})")
-            s.check_ping(w, t0)
-            if d.alive():
-                s.check_victim(env.victim())
-            s.check_end(d, w, base)
-        d.kill()
+        # The Ping goes through dbus-daemon while the attacker's messages of up to 4 MB keep both
+        # cores of the test machine busy (the client building them, dbus-daemon copying them, fhashd
+        # refusing them): one Ping of 100-175 ms was seen in about one run of three, with this fhashd
+        # and with 2267ac2's alike. A part whose only fault is that gets one more try, which must pass.
+        for attempt in (1, 2):
+            s.part = via if attempt == 1 else f"{via}, again"
+            d, base = start(env, s)
+            retry = False
+            with Watch(env, d) as w:
+                t0 = time.monotonic()
+                a = env.role("bigreply", [via, env.f4k, sizes if via == "bus" else f"{3900 << 10}," + sizes])
+                res = a.expect("RESULT", 300) or {"error": f"no result: {a.stderr()[-300:]}"}
+                s.fig("attack", res)
+                time.sleep(1)
+                s.expect(d.alive(), f"fhashd died: {last_line(d.log())}")
+                gr = res.get("get_results", "")
+                s.expect(gr.startswith("ok") or error_name(gr) in DOCUMENTED_ERRORS,
+                         f"GetResults: {gr or res}")
+                long_refused = str(res.get("refused", {}))
+                s.expect(res.get("name_len") is not None and res["name_len"] < 4096,
+                         f"names of {res.get('name_len')} bytes were accepted (refused: {long_refused[:200]})")
+                ms, fails, _ = w.ping_max_ms(t0, None)
+                retry = attempt == 1 and fails == 0 and ms > PING_MS * env.slow
+                if retry:
+                    s.fig("ping_max_ms_first_try", ms)
+                else:
+                    s.check_ping(w, t0)
+                if d.alive():
+                    s.check_victim(env.victim())
+                s.check_end(d, w, base)
+            d.kill()
+            if not retry:
+                break
 
 
 def sub_H3(env, s):
