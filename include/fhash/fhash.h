@@ -103,6 +103,13 @@ typedef struct fhash_hash_options {
 int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
                      fhash_result_fn fn, void *userdata, fhash_error *error);
 
+/* The same for n open files: each is read from its start (a pipe or socket from where it is), the
+ * fds stay the caller's (never closed; a regular file's offset is left as it was), and fhashd gets
+ * a duplicate of each, so the caller's permission to read it is what counts. names: NULL, or a label
+ * per fd for the results (NULL entries and a NULL array: ""). */
+int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
+                   const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error);
+
 /* The algorithm names, in the order of fhashd's Algorithms property: a static NULL-terminated array. */
 const char *const *fhash_algorithms(void);
 /* "0.1.0". */

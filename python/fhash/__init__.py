@@ -58,6 +58,10 @@ _lib.fhash_client_uses_daemon.restype = ctypes.c_int
 _lib.fhash_hash_paths.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
                                   ctypes.POINTER(_HashOptions), _ResultFn, ctypes.c_void_p, ctypes.POINTER(_Error)]
 _lib.fhash_hash_paths.restype = ctypes.c_int
+_lib.fhash_hash_fds.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_char_p),
+                                ctypes.c_size_t, ctypes.POINTER(_HashOptions), _ResultFn, ctypes.c_void_p,
+                                ctypes.POINTER(_Error)]
+_lib.fhash_hash_fds.restype = ctypes.c_int
 _lib.fhash_algorithms.argtypes = []
 _lib.fhash_algorithms.restype = ctypes.POINTER(ctypes.c_char_p)
 _lib.fhash_version.argtypes = []
@@ -157,12 +161,29 @@ class Client:
         """Hashes the files (blocking) and returns a Result per file, in order. algo may join up to four
         algorithms with ',' (each file is read once); digests are then joined by ',' too."""
         names = [os.fsencode(p) for p in paths]
-        if expected is not None and len(expected) != len(names):
-            raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
         arr = (ctypes.c_char_p * max(1, len(names)))(*names)
+        return self._run(lambda *a: _lib.fhash_hash_paths(self._check(), arr, len(names), *a), len(names), algo,
+                         expected, dontcache)
+
+    def hash_files(self, files: Iterable, names: Optional[Sequence[Optional[str]]] = None, algo: str = "sha256",
+                   expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
+        """hash() for open files: ints or objects with fileno(). Each is read from its start (a pipe from
+        where it is); the files stay open and a regular file's offset is left as it was."""
+        fds = [f if isinstance(f, int) else f.fileno() for f in files]
+        arr = (ctypes.c_int * max(1, len(fds)))(*fds)
+        labels = None
+        if names is not None:
+            labels = (ctypes.c_char_p * max(1, len(fds)))(*[os.fsencode(x) if x is not None else None for x in names])
+        return self._run(lambda *a: _lib.fhash_hash_fds(
+            self._check(), arr, ctypes.cast(labels, ctypes.POINTER(ctypes.c_char_p)) if labels else None, len(fds),
+            *a), len(fds), algo, expected, dontcache)
+
+    def _run(self, call, n, algo, expected, dontcache) -> List[Result]:
+        if expected is not None and len(expected) != n:
+            raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {n} files")
         exp = None
         if expected is not None:
-            exp = (ctypes.c_char_p * max(1, len(names)))(*[(e or "").encode() for e in expected])
+            exp = (ctypes.c_char_p * max(1, n))(*[(e or "").encode() for e in expected])
         opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
                             _HASH_DONTCACHE if dontcache else 0)
         results: List[Result] = []
@@ -175,7 +196,7 @@ class Client:
 
         err = _Error()
         cb = _ResultFn(on_result)
-        if _lib.fhash_hash_paths(self._check(), arr, len(names), ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
+        if call(ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
             _raise(err)
         return results
 

@@ -476,8 +476,8 @@ static int open_input(const RunItem *item, int *ret_fd, uint64_t *ret_size)
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
-        if (streq(item->path, "-"))
-                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (item->has_fd || streq(item->path, "-"))
+                fd = fcntl(item->has_fd ? item->fd : STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
         else
                 fd = open(item->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)

@@ -125,15 +125,12 @@ static void deliver(const RunItem *item, const RunResult *r, void *userdata)
         d->fn(&res, d->userdata);
 }
 
-/* The checks fhash_hash_paths() makes before anything is allocated. */
-static int check_inputs(const char *const *paths, size_t n, const fhash_hash_options *o, const HashAlgoSet *algos,
-                        fhash_error *error)
+/* The expected digests fhash_hash_paths() and fhash_hash_fds() check before anything is allocated. */
+static int check_expected(size_t n, const fhash_hash_options *o, const HashAlgoSet *algos, fhash_error *error)
 {
-        for (size_t i = 0; i < n; i++) {
-                const char *e = o->expected ? o->expected[i] : NULL;
+        for (size_t i = 0; o->expected && i < n; i++) {
+                const char *e = o->expected[i];
 
-                if (!paths[i])
-                        return set_error(error, -EINVAL, NULL, "paths[%zu] is NULL", i);
                 if (e && e[0] && (algos->n > 1 ? !hash_set_hex_valid(algos, e)
                                                : strlen(e) != 2 * hash_algo_digest_size(algos->algos[0])))
                         return set_error(error, -EINVAL, NULL, "expected[%zu] is not a %s digest", i,
@@ -142,8 +139,10 @@ static int check_inputs(const char *const *paths, size_t n, const fhash_hash_opt
         return 0;
 }
 
-_public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
-                              fhash_result_fn fn, void *userdata, fhash_error *error)
+/* Hashes n inputs, paths[i] or fds[i], through fhashd or in-process. */
+static int hash_inputs(fhash_client *c, const char *const *paths, const int *fds, const char *const *names,
+                       size_t n, const fhash_hash_options *options, fhash_result_fn fn, void *userdata,
+                       fhash_error *error)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
         fhash_hash_options o = options ? *options : (fhash_hash_options){};
@@ -153,12 +152,15 @@ _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t 
         RunItem *items;
         int r;
 
-        if (!c || (!paths && n > 0) || !fn)
-                return set_error(error, -EINVAL, NULL, "fhash_hash_paths: invalid arguments");
+        if (!c || (!paths && !fds && n > 0) || !fn)
+                return set_error(error, -EINVAL, NULL, "fhash_hash_%s: invalid arguments", fds ? "fds" : "paths");
         if (hash_algo_set_parse(o.algorithm ? o.algorithm : "sha256", &algos) < 0)
                 return set_error(error, -EINVAL, NULL, "unknown algorithm \"%s\" (known: %s; at most %d joined by ',')",
                                  o.algorithm, hash_algo_list(), HASH_SET_MAX);
-        r = check_inputs(paths, n, &o, &algos, error);
+        for (size_t i = 0; i < n; i++)
+                if (fds ? fds[i] < 0 : !paths[i])
+                        return set_error(error, -EINVAL, NULL, fds ? "fds[%zu] is not an fd" : "paths[%zu] is NULL", i);
+        r = check_expected(n, &o, &algos, error);
         if (r < 0)
                 return r;
         items = calloc(MAX(n, (size_t)1), sizeof(*items));
@@ -166,9 +168,10 @@ _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t 
                 return set_error(error, -ENOMEM, NULL, "out of memory");
         for (size_t i = 0; i < n; i++) {
                 const char *e = o.expected ? o.expected[i] : NULL;
+                const char *name = fds ? (names && names[i] ? names[i] : "") : paths[i];
 
-                items[i] = (RunItem){ .name = paths[i], .path = paths[i], .algo = algos.algos[0],
-                                      .expected = e && e[0] ? e : NULL };
+                items[i] = (RunItem){ .name = name, .path = name, .has_fd = fds, .fd = fds ? fds[i] : -1,
+                                      .algo = algos.algos[0], .expected = e && e[0] ? e : NULL };
         }
 
         RunArray array = { .items = items, .n = n };
@@ -187,6 +190,20 @@ _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t 
         }
         free(items);
         return r < 0 ? r : 0;
+}
+
+_public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
+                              fhash_result_fn fn, void *userdata, fhash_error *error)
+{
+        return hash_inputs(c, paths, NULL, NULL, n, options, fn, userdata, error);
+}
+
+_public_ int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
+                            const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error)
+{
+        if (!fds && n > 0)
+                return set_error(error, -EINVAL, NULL, "fhash_hash_fds: invalid arguments");
+        return hash_inputs(c, NULL, fds ? fds : (const int[]){ -1 }, names, n, options, fn, userdata, error);
 }
 
 static const char *algorithm_names[_HASH_ALGO_MAX + 1];

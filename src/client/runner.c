@@ -360,9 +360,9 @@ static int local_add(LocalRun *run, const RunItem *it, size_t i)
                 b->map = nm;
                 b->alloc = na;
         }
-        if (streq(it->path, "-")) {
-                /* The job closes what it is given; standard input stays ours. */
-                _cleanup_close_ int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (it->has_fd || streq(it->path, "-")) {
+                /* The job closes what it is given; standard input and the caller's fds stay theirs. */
+                _cleanup_close_ int fd = fcntl(it->has_fd ? it->fd : STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
                 if (fd < 0)
                         return negative_errno();
                 k = engine_job_add_fd(b->job, fd);

@@ -13,6 +13,8 @@
 typedef struct RunItem {
         const char *name;      /* what the user sees */
         const char *path;      /* what is opened; "-" is standard input */
+        bool has_fd;           /* read fd (the caller's: duplicated, never closed here) instead of path */
+        int fd;
         HashAlgo algo;
         uint32_t out_len;      /* digest bytes where not the default (a BLAKE2b-256 line), else 0: hashed
                                 * with this length instead of RunReadOptions.params, in jobs of its own */

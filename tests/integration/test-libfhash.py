@@ -94,8 +94,25 @@ def test_python_module(mod, address, files, tmp):
             ft.check(e.errno == errno.EINVAL and "sha257" in e.message, f"unknown algorithm: {e.message}")
         res = asyncio.run(c.hash_async(files[:3], algo="blake3"))
         ft.check(len(res) == 3 and all(r.ok and len(r.digest) == 64 for r in res), f"hash_async: {res}")
+        # Open files: a regular file whose offset must stay, and a pipe.
+        with open(files[0], "rb") as f:
+            data = f.read()
+            f.seek(3)
+            r, w = os.pipe()
+            os.write(w, b"through a pipe")
+            os.close(w)
+            res = c.hash_files([f, r], names=["the file", None])
+            ft.check(res[0].ok and res[0].digest == hashlib.sha256(data).hexdigest() and res[0].name == "the file",
+                     f"hash_files regular: {res[0]}")
+            ft.check(res[1].ok and res[1].digest == hashlib.sha256(b"through a pipe").hexdigest() and res[1].name == "",
+                     f"hash_files pipe: {res[1]}")
+            ft.check(f.tell() == 3 and os.fstat(r) is not None, "the caller's file moved or was closed")
+            os.close(r)
     with mod.Client(local=True) as c:
         ft.check(not c.uses_daemon, "Client(local=True) uses fhashd")
+        with open(files[1], "rb") as f:
+            res = c.hash_files([f.fileno()])
+            ft.check(res[0].digest == hashlib.sha256(open(files[1], "rb").read()).hexdigest(), f"local fd: {res}")
         ft.check(c.hash(files[:1])[0].digest == hashlib.sha256(open(files[0], "rb").read()).hexdigest(), "local")
     dead = f"unix:path={tmp}/no-such-bus"
     try:
