@@ -53,7 +53,7 @@ echo "ok: lintian reports no error ($(grep -c '^W:' "$tmp/lintian.log") warnings
 dpkg -i $(for p in "${pkgs[@]}"; do ls ./"${p}"_*.deb; done) >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "dpkg -i failed"; }
 for f in /usr/bin/fhashctl /usr/libexec/fhashd /lib/systemd/system/fhashd.service /usr/lib/systemd/user/fhashd.service \
         /usr/share/dbus-1/system.d/org.fhash.Hasher1.conf /usr/share/dbus-1/system-services/org.fhash.Hasher1.service \
-        /etc/fhash/fhashd.conf /usr/include/fhash/fhash.h /usr/share/man/man1/fhashctl.1.gz; do
+        /etc/fhash/fhashd.conf /usr/include/fhash/fhash.h /usr/share/man/man1/fhashctl.1.gz /usr/share/man/man3/libfhash.3.gz; do
         [ -e "$f" ] || fail "$f is not installed"
 done
 ls /usr/lib/*/libfhash.so.0 >/dev/null 2>&1 || fail "libfhash.so.0 is not installed"

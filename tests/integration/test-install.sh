@@ -70,6 +70,7 @@ expect_file "$sessservicedir/org.fhash.Hasher1.service"
 expect_file "$sysconfdir/fhash/fhashd.conf"
 expect_file "$mandir/man8/fhashd.8"
 expect_file "$mandir/man1/fhashctl.1"
+expect_file "$mandir/man3/libfhash.3"
 
 # Every placeholder was filled in, and every file points at the installed daemon.
 daemon=$libexecdir/fhashd

@@ -9,9 +9,11 @@ import errno
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fhashtest as ft  # noqa: E402
@@ -126,6 +128,39 @@ def test_python_module(mod, address, files, tmp):
     ft.log("ok: the Python module: daemon and local, algorithm sets, expected, errors, asyncio, fallback")
 
 
+KILLED = """
+import os, sys, fhash
+r, w = os.pipe()
+c = fhash.Client(address=sys.argv[1], fallback=False)
+try:
+    c.hash_files([r])
+except fhash.Error as e:
+    print("ERR", e.errno, e.name, e.message)
+    sys.exit(3)
+print("no error")
+"""
+
+
+def test_many(address, tmp, env):
+    """10,000 files in one call, streamed to fhashd by the library: every result, in order."""
+    d = os.path.join(tmp, "many")
+    os.makedirs(d)
+    for i in range(10000):
+        with open(os.path.join(d, f"{i:05d}"), "wb") as f:
+            f.write(str(i).encode())
+    code = ("import os, sys, hashlib, fhash\n"
+            "names = sorted(os.listdir(sys.argv[2]))\n"
+            "with fhash.Client(address=sys.argv[1], fallback=False) as c:\n"
+            "    res = c.hash([os.path.join(sys.argv[2], n) for n in names])\n"
+            "bad = [r for i, r in enumerate(res) if r.index != i or not r.ok or\n"
+            "       r.digest != hashlib.sha256(str(int(os.path.basename(r.name))).encode()).hexdigest()]\n"
+            "print(len(res), len(bad))\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, address, d], env=env, capture_output=True, text=True,
+                       timeout=120)
+    ft.check(r.returncode == 0 and r.stdout.split() == ["10000", "0"], f"10,000 files: {r.stdout} {r.stderr[-500:]}")
+    ft.log("ok: 10,000 files in one call through fhashd, every result right and in order")
+
+
 def lib_env(**kw):
     """The environment for a program that loads this build's library but was not built with it (the
     out-of-tree example, Python): a sanitizer build's library needs its runtime loaded first,
@@ -173,7 +208,23 @@ def main():
             r = subprocess.run(["/usr/bin/python3", os.path.abspath(__file__), "--module", bus.address, tmp]
                                + [f for f in files if f != "missing-file"], env=pyenv, cwd=tmp, timeout=120)
             ft.check(r.returncode == 0, f"the Python module's tests failed ({r.returncode})")
+            test_many(bus.address, tmp, pyenv)
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+        # fhashd killed in the middle of a run (its input a pipe that never ends): the call returns
+        # an error instead of waiting for ever.
+        d = ft.Daemon(bus, "--workers", "2").start()
+        child = subprocess.Popen(["/usr/bin/python3", "-c", KILLED, bus.address], env=python_env(),
+                                 stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        ft.check(child.poll() is None, "the run over a silent pipe ended before fhashd was killed")
+        d.stop(signal.SIGKILL)
+        try:
+            out, _ = child.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            ft.fail("fhash_hash_fds() still waits 20 s after fhashd was killed")
+        ft.check(child.returncode == 3 and out.startswith("ERR"), f"killed fhashd: rc {child.returncode}, {out!r}")
+        ft.log(f"ok: fhashd killed mid-run: the library call fails ({out.strip()})")
         # No fhashd on this bus: the examples hash in-process and print the same.
         same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ), "hash-files in-process")
         ft.log("ok: hash-files (in tree and out of tree) and hash_files.py print what sha256sum prints, "
