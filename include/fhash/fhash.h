@@ -110,6 +110,35 @@ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const 
 int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                    const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error);
 
+/*
+ * The same without blocking, for programs with their own event loop: fhash_run_paths() and
+ * fhash_run_fds() start the run and return at once; the caller polls fhash_run_get_fd() for
+ * fhash_run_get_events() (poll(2) flags) until fhash_run_get_timeout() (CLOCK_MONOTONIC, µs; at the
+ * latest) and then calls fhash_run_process(), which does what is ready and calls fn for each result
+ * that is in order. The fd may change while the run goes on (in-process, when the engine starts):
+ * ask for it again after each fhash_run_process(). The arrays and strings given to the start
+ * functions are copied or needed only during the call, but the client must outlive the run, and
+ * one client runs one thing at a time.
+ */
+typedef struct fhash_run fhash_run;
+
+int fhash_run_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
+                    fhash_result_fn fn, void *userdata, fhash_run **ret, fhash_error *error);
+int fhash_run_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
+                  const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
+                  fhash_error *error);
+/* The fd to poll, or -errno. */
+int fhash_run_get_fd(fhash_run *r);
+/* The poll(2) events to wait for on it. */
+int fhash_run_get_events(fhash_run *r);
+/* When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
+uint64_t fhash_run_get_timeout(fhash_run *r);
+/* Does what is ready without blocking: 1 while the run goes on, 0 once every file has its result,
+ * or -errno with error filled in (the run is over then too). */
+int fhash_run_process(fhash_run *r, fhash_error *error);
+/* Frees the run; one not finished is abandoned (fhashd cancels its jobs when the client goes). */
+fhash_run *fhash_run_free(fhash_run *r);
+
 /* The algorithm names, in the order of fhashd's Algorithms property: a static NULL-terminated array. */
 const char *const *fhash_algorithms(void);
 /* "0.1.0". */

@@ -104,7 +104,6 @@ int bus_client_open_direct(sd_bus **bus)
 /* ... and give up after $FHASHCTL_BUSY_TIMEOUT seconds (0: never), by default this long. */
 #define BUSY_TIMEOUT_DEFAULT_SEC 300u
 
-typedef struct BusClient BusClient;
 
 /* What a job hashes with: items go to the same job only when these are equal. */
 typedef struct JobKind {
@@ -196,8 +195,11 @@ struct BusClient {
         size_t files_finished;
         int error;                /* fatal: stop and return it */
         sd_bus_error *ret_error;
-        const char *daemon;       /* unique name of fhashd: signals from anybody else are ignored */
+        char *daemon;             /* unique name of fhashd: signals from anybody else are ignored */
         const char *dest;         /* FHASH_BUS_NAME on the bus; NULL on a direct connection */
+        sd_bus_slot *s_sig, *s_props, *s_owner;  /* the matches, from bus_client_start() on */
+        Progress *progress;
+        bool done;
 };
 
 static ClientJob *job_by_path(BusClient *c, const char *path)
@@ -1173,6 +1175,10 @@ static void draw_progress(BusClient *c, Progress *p)
 
 static void client_free(BusClient *c)
 {
+        c->s_sig = sd_bus_slot_unref(c->s_sig);
+        c->s_props = sd_bus_slot_unref(c->s_props);
+        c->s_owner = sd_bus_slot_unref(c->s_owner);
+        c->daemon = mfree(c->daemon);
         while (c->jobs) {
                 ClientJob *j = c->jobs;
 
@@ -1216,10 +1222,10 @@ static size_t files_window(void)
         return MAX((size_t)FHASH_MAX_FDS_PER_CALL, ((size_t)rl.rlim_cur - 64) / 2);
 }
 
-/* bus_client_run() once c->order is set up; c is the caller's to free, whatever this returns. */
-static int client_run(BusClient *c, Progress *progress)
+/* The matches, before any call (see bus-client.h), once c->order is set up; c is the caller's to
+ * free, whatever this returns. */
+static int client_setup(BusClient *c)
 {
-        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *s_sig = NULL, *s_props = NULL, *s_owner = NULL;
         sd_bus *bus = c->bus;
         int r;
 
@@ -1229,64 +1235,80 @@ static int client_run(BusClient *c, Progress *progress)
         /* On a direct connection fhashd is the only one there: no names, no driver, no sender. */
         if (sd_bus_is_bus_client(bus) > 0) {
                 _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+                const char *unique;
+
                 c->dest = FHASH_BUS_NAME;
                 r = sd_bus_get_name_creds(bus, FHASH_BUS_NAME, SD_BUS_CREDS_UNIQUE_NAME, &creds);
                 if (r < 0)
                         return r;
-                r = sd_bus_creds_get_unique_name(creds, &c->daemon);
+                r = sd_bus_creds_get_unique_name(creds, &unique);
                 if (r < 0)
                         return r;
-                c->daemon = strdupa(c->daemon);
+                c->daemon = strdup(unique);
+                if (!c->daemon)
+                        return -ENOMEM;
         }
 
         /* Matches first (synchronously acknowledged by the bus), calls after: see bus-client.h. */
         if (c->dest)
-                r = sd_bus_match_signal(bus, &s_owner, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                r = sd_bus_match_signal(bus, &c->s_owner, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                         "org.freedesktop.DBus", "NameOwnerChanged", on_owner_changed, c);
         else
-                r = sd_bus_match_signal(bus, &s_owner, NULL, "/org/freedesktop/DBus/Local",
+                r = sd_bus_match_signal(bus, &c->s_owner, NULL, "/org/freedesktop/DBus/Local",
                                         "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, c);
         if (r >= 0)
-                r = sd_bus_match_signal(bus, &s_sig, c->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, NULL,
-                                        on_signal, c);
-        if (r >= 0 && progress && progress->enabled)
-                r = sd_bus_match_signal(bus, &s_props, c->daemon, NULL, "org.freedesktop.DBus.Properties",
+                r = sd_bus_match_signal(bus, &c->s_sig, c->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
+                                        NULL, on_signal, c);
+        if (r >= 0 && c->progress && c->progress->enabled)
+                r = sd_bus_match_signal(bus, &c->s_props, c->daemon, NULL, "org.freedesktop.DBus.Properties",
                                         "PropertiesChanged", on_properties, c);
-        if (r < 0)
-                return r;
+        return r < 0 ? r : 0;
+}
 
-        /* Until the source is over, every item delivered and every call answered (a last Close()
-         * included). pump() pulls the source only while the window has room, so the walk goes on
-         * between our calls and their results, and stops while fhashd has enough to do. */
+/* Until the source is over, every item delivered and every call answered (a last Close()
+ * included). pump() pulls the source only while the window has room, so the walk goes on between
+ * our calls and their results, and stops while fhashd has enough to do. Waits up to timeout_usec
+ * for the bus when there is nothing to do. */
+static int client_step(BusClient *c, uint64_t timeout_usec)
+{
+        int r;
+
         while (!run_order_finished(&c->order) || c->calls_out > 0) {
                 r = pump(c);
                 if (r < 0)
                         return r;
-
-                r = sd_bus_process(bus, NULL);
+                r = sd_bus_process(c->bus, NULL);
                 if (r < 0)
                         return r;
                 if (c->error < 0)
                         return c->error;
                 if (r > 0)
                         continue;
-                draw_progress(c, progress);
-                r = sd_bus_wait(bus, 100000);
+                draw_progress(c, c->progress);
+                if (timeout_usec == 0)
+                        return 1;
+                r = sd_bus_wait(c->bus, timeout_usec);
                 if (r < 0 && r != -EINTR)
                         return r;
+                if (r == 0)
+                        return 1;
         }
-        progress_clear(progress);
+        progress_clear(c->progress);
+        c->done = true;
         return 0;
 }
 
-int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
-                   void *userdata, Progress *progress, sd_bus_error *error)
+int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
+                     void *userdata, Progress *progress, sd_bus_error *error, BusClient **ret)
 {
-        BusClient c = { .bus = bus, .read = *ro, .ret_error = error };
+        BusClient *c = calloc(1, sizeof(*c));
         const char *env = getenv("FHASHCTL_BUSY_TIMEOUT");
         unsigned secs = BUSY_TIMEOUT_DEFAULT_SEC;
         int r;
 
+        if (!c)
+                return -ENOMEM;
+        *c = (BusClient){ .bus = bus, .read = *ro, .ret_error = error, .progress = progress };
         if (env && *env) {
                 char *end;
                 unsigned long v;
@@ -1296,19 +1318,61 @@ int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *r
                 if (errno == 0 && *end == '\0' && v <= UINT_MAX)
                         secs = (unsigned)v;
         }
-        c.busy_timeout = secs == 0 ? UINT64_MAX : (uint64_t)secs * 1000000;
+        c->busy_timeout = secs == 0 ? UINT64_MAX : (uint64_t)secs * 1000000;
 
-        r = run_order_init(&c.order, source, fn, userdata, progress);
+        r = run_order_init(&c->order, source, fn, userdata, progress);
+        if (r >= 0)
+                r = client_setup(c);
+        if (r < 0) {
+                bus_client_free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+int bus_client_step(BusClient *c, uint64_t timeout_usec)
+{
+        int r;
+
+        if (c->done)
+                return 0;
+        r = client_step(c, timeout_usec);
+        /* A direct connection has no NameOwnerChanged to tell that fhashd exited: only the socket. */
+        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
+                daemon_gone(c);
+        return r;
+}
+
+sd_bus *bus_client_get_bus(BusClient *c)
+{
+        return c->bus;
+}
+
+BusClient *bus_client_free(BusClient *c)
+{
+        if (c) {
+                client_free(c);
+                free(c);
+        }
+        return NULL;
+}
+
+int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
+                   void *userdata, Progress *progress, sd_bus_error *error)
+{
+        BusClient *c;
+        int r;
+
+        r = bus_client_start(bus, source, ro, fn, userdata, progress, error, &c);
         if (r < 0)
                 return r;
         /* Freed here rather than by _cleanup_: clang-tidy 14 and cppcheck 2.10 do not model cleanup
-         * attributes, and client_run() allocates on paths with many early returns. By now its signal
-         * matches, which point at c, are gone. */
-        r = client_run(&c, progress);
-        /* A direct connection has no NameOwnerChanged to tell that fhashd exited: only the socket. */
-        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
-                daemon_gone(&c);
-        client_free(&c);
+         * attributes. */
+        do
+                r = bus_client_step(c, 100000);
+        while (r > 0);
+        bus_client_free(c);
         return r;
 }
 

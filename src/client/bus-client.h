@@ -43,6 +43,18 @@ int bus_client_open_direct(sd_bus **bus);
 int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
                    void *userdata, Progress *progress, sd_bus_error *error);
 
+/* bus_client_run() in steps, for a caller's own loop: start sets up (the matches, synchronously),
+ * step does what is ready, waiting up to timeout_usec for the bus (0: not at all), and returns 1
+ * while the run goes on, 0 once every item was delivered and every call answered, or -errno (error,
+ * given to start, says why); the caller polls sd_bus_get_fd() of the bus for sd_bus_get_events()
+ * in between. The source, options and error must outlive the run. */
+typedef struct BusClient BusClient;
+int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
+                     void *userdata, Progress *progress, sd_bus_error *error, BusClient **ret);
+int bus_client_step(BusClient *c, uint64_t timeout_usec);
+sd_bus *bus_client_get_bus(BusClient *c);
+BusClient *bus_client_free(BusClient *c);
+
 /* The manager's properties, "Name: value" lines. */
 int bus_client_status(sd_bus *bus, FILE *f, sd_bus_error *error);
 /* One line per job of ours: path, state, algorithm, files and bytes done/total. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fhash.c: libfhash's public API (include/fhash/fhash.h) over the client pipeline */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <systemd/sd-bus.h>
 
 #include "basic/macro.h"
+#include "basic/time-util.h"
 #include "build-config.h"
 #include "client/bus-client.h"
 #include "client/runner.h"
@@ -139,57 +141,195 @@ static int check_expected(size_t n, const fhash_hash_options *o, const HashAlgoS
         return 0;
 }
 
-/* Hashes n inputs, paths[i] or fds[i], through fhashd or in-process. */
+struct fhash_run {
+        fhash_client *client;
+        RunItem *items;
+        char *strings;           /* the items' names and expected digests, copied */
+        RunArray array;
+        RunSource source;
+        RunReadOptions ro;
+        HashAlgoSet algos;
+        Delivery delivery;
+        Progress progress;
+        sd_bus_error bus_error;
+        BusClient *bus;          /* through fhashd ... */
+        LocalRun *local;         /* ... or in this process */
+        bool done;
+};
+
+_public_ fhash_run *fhash_run_free(fhash_run *r)
+{
+        if (r) {
+                bus_client_free(r->bus);
+                run_local_free(r->local);
+                sd_bus_error_free(&r->bus_error);
+                free(r->items);
+                free(r->strings);
+                free(r);
+        }
+        return NULL;
+}
+
+/* Copies s into the run's string space at *pos. */
+static const char *put_string(fhash_run *r, size_t *pos, const char *s)
+{
+        char *p = memcpy(r->strings + *pos, s, strlen(s) + 1);
+
+        *pos += strlen(s) + 1;
+        return p;
+}
+
+/* Checks the inputs (paths[i] or fds[i]) and starts a run over them: the arrays and strings are
+ * copied, nothing waits. */
+static int run_start(fhash_client *c, const char *const *paths, const int *fds, const char *const *names, size_t n,
+                     const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
+                     fhash_error *error)
+{
+        fhash_hash_options o = options ? *options : (fhash_hash_options){};
+        size_t bytes = 0, pos = 0;
+        fhash_run *r;
+        int k;
+
+        if (!c || (!paths && !fds && n > 0) || !fn || !ret)
+                return set_error(error, -EINVAL, NULL, "fhash: invalid arguments");
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return set_error(error, -ENOMEM, NULL, "out of memory");
+        if (hash_algo_set_parse(o.algorithm ? o.algorithm : "sha256", &r->algos) < 0) {
+                fhash_run_free(r);
+                return set_error(error, -EINVAL, NULL, "unknown algorithm \"%s\" (known: %s; at most %d joined by ',')",
+                                 o.algorithm, hash_algo_list(), HASH_SET_MAX);
+        }
+        for (size_t i = 0; i < n; i++)
+                if (fds ? fds[i] < 0 : !paths[i]) {
+                        fhash_run_free(r);
+                        return set_error(error, -EINVAL, NULL, fds ? "fds[%zu] is not an fd" : "paths[%zu] is NULL", i);
+                }
+        k = check_expected(n, &o, &r->algos, error);
+        if (k < 0) {
+                fhash_run_free(r);
+                return k;
+        }
+        for (size_t i = 0; i < n; i++)
+                bytes += strlen(fds ? (names && names[i] ? names[i] : "") : paths[i]) + 1 +
+                         (o.expected && o.expected[i] ? strlen(o.expected[i]) + 1 : 0);
+        r->client = c;
+        r->items = calloc(MAX(n, (size_t)1), sizeof(*r->items));
+        r->strings = malloc(MAX(bytes, (size_t)1));
+        if (!r->items || !r->strings) {
+                fhash_run_free(r);
+                return set_error(error, -ENOMEM, NULL, "out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+                const char *e = o.expected ? o.expected[i] : NULL;
+                const char *name = put_string(r, &pos, fds ? (names && names[i] ? names[i] : "") : paths[i]);
+
+                r->items[i] = (RunItem){ .name = name, .path = name, .has_fd = fds, .fd = fds ? fds[i] : -1,
+                                         .algo = r->algos.algos[0],
+                                         .expected = e && e[0] ? put_string(r, &pos, e) : NULL };
+        }
+        r->array = (RunArray){ .items = r->items, .n = n };
+        r->source = (RunSource){ .next = run_array_next, .userdata = &r->array };
+        r->ro = (RunReadOptions){ .dontcache = o.flags & FHASH_HASH_DONTCACHE,
+                                  .algos = r->algos.n > 1 ? &r->algos : NULL };
+        r->delivery = (Delivery){ .fn = fn, .userdata = userdata };
+        progress_init(&r->progress, PROGRESS_OFF, -1);
+        if (c->bus)
+                k = bus_client_start(c->bus, &r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->bus_error,
+                                     &r->bus);
+        else
+                k = run_local_new(&r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->local);
+        if (k < 0) {
+                k = c->bus ? set_bus_error(error, k, &r->bus_error, "cannot start hashing through fhashd")
+                           : set_error(error, k, NULL, "cannot start the hashing engine: %s", strerror(-k));
+                fhash_run_free(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+/* One step, waiting up to timeout_usec: 1 while the run goes on, 0 when it is over, -errno. */
+static int run_step(fhash_run *r, uint64_t timeout_usec, fhash_error *error)
+{
+        int k;
+
+        if (r->done)
+                return 0;
+        k = r->bus ? bus_client_step(r->bus, timeout_usec) : run_local_step(r->local, timeout_usec);
+        if (k <= 0)
+                r->done = true;
+        if (k < 0)
+                return r->bus ? set_bus_error(error, k, &r->bus_error, "hashing through fhashd failed")
+                              : set_error(error, k, NULL, "hashing in-process failed: %s", strerror(-k));
+        return k;
+}
+
+_public_ int fhash_run_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
+                             fhash_result_fn fn, void *userdata, fhash_run **ret, fhash_error *error)
+{
+        return run_start(c, paths, NULL, NULL, n, options, fn, userdata, ret, error);
+}
+
+_public_ int fhash_run_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
+                           const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
+                           fhash_error *error)
+{
+        return run_start(c, NULL, fds ? fds : (const int[]){ -1 }, names, n, options, fn, userdata, ret, error);
+}
+
+_public_ int fhash_run_get_fd(fhash_run *r)
+{
+        if (!r)
+                return -EINVAL;
+        return r->bus ? sd_bus_get_fd(bus_client_get_bus(r->bus)) : run_local_get_fd(r->local);
+}
+
+_public_ int fhash_run_get_events(fhash_run *r)
+{
+        if (!r)
+                return -EINVAL;
+        return r->bus ? sd_bus_get_events(bus_client_get_bus(r->bus)) : POLLIN;
+}
+
+_public_ uint64_t fhash_run_get_timeout(fhash_run *r)
+{
+        uint64_t t = UINT64_MAX, now = now_usec();
+
+        if (!r || r->done)
+                return now;
+        /* Busy retries and the in-process engine's start are the library's own clocks: look in
+         * again within 100 ms whatever the fd says. */
+        if (r->bus)
+                (void)sd_bus_get_timeout(bus_client_get_bus(r->bus), &t);
+        else if (run_local_get_fd(r->local) < 0)
+                return now;
+        return MIN(t, now + 100000);
+}
+
+_public_ int fhash_run_process(fhash_run *r, fhash_error *error)
+{
+        if (!r)
+                return set_error(error, -EINVAL, NULL, "fhash_run_process: no run");
+        return run_step(r, 0, error);
+}
+
+/* Starts a run and steps it to the end, waiting inside. */
 static int hash_inputs(fhash_client *c, const char *const *paths, const int *fds, const char *const *names,
                        size_t n, const fhash_hash_options *options, fhash_result_fn fn, void *userdata,
                        fhash_error *error)
 {
-        _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
-        fhash_hash_options o = options ? *options : (fhash_hash_options){};
-        HashAlgoSet algos;
-        Delivery d = { .fn = fn, .userdata = userdata };
-        Progress progress;
-        RunItem *items;
-        int r;
+        fhash_run *r = NULL;
+        int k;
 
-        if (!c || (!paths && !fds && n > 0) || !fn)
-                return set_error(error, -EINVAL, NULL, "fhash_hash_%s: invalid arguments", fds ? "fds" : "paths");
-        if (hash_algo_set_parse(o.algorithm ? o.algorithm : "sha256", &algos) < 0)
-                return set_error(error, -EINVAL, NULL, "unknown algorithm \"%s\" (known: %s; at most %d joined by ',')",
-                                 o.algorithm, hash_algo_list(), HASH_SET_MAX);
-        for (size_t i = 0; i < n; i++)
-                if (fds ? fds[i] < 0 : !paths[i])
-                        return set_error(error, -EINVAL, NULL, fds ? "fds[%zu] is not an fd" : "paths[%zu] is NULL", i);
-        r = check_expected(n, &o, &algos, error);
-        if (r < 0)
-                return r;
-        items = calloc(MAX(n, (size_t)1), sizeof(*items));
-        if (!items)
-                return set_error(error, -ENOMEM, NULL, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-                const char *e = o.expected ? o.expected[i] : NULL;
-                const char *name = fds ? (names && names[i] ? names[i] : "") : paths[i];
-
-                items[i] = (RunItem){ .name = name, .path = name, .has_fd = fds, .fd = fds ? fds[i] : -1,
-                                      .algo = algos.algos[0], .expected = e && e[0] ? e : NULL };
-        }
-
-        RunArray array = { .items = items, .n = n };
-        RunSource source = { .next = run_array_next, .userdata = &array };
-        RunReadOptions ro = { .dontcache = o.flags & FHASH_HASH_DONTCACHE, .algos = algos.n > 1 ? &algos : NULL };
-
-        progress_init(&progress, PROGRESS_OFF, -1);
-        if (c->bus) {
-                r = bus_client_run(c->bus, &source, &ro, deliver, &d, &progress, &be);
-                if (r < 0)
-                        r = set_bus_error(error, r, &be, "hashing through fhashd failed");
-        } else {
-                r = run_local(&source, &ro, deliver, &d, &progress);
-                if (r < 0)
-                        r = set_error(error, r, NULL, "cannot start the hashing engine: %s", strerror(-r));
-        }
-        free(items);
-        return r < 0 ? r : 0;
+        k = run_start(c, paths, fds, names, n, options, fn, userdata, &r, error);
+        if (k < 0 || !r)
+                return k < 0 ? k : -EIO;
+        do
+                k = run_step(r, 100000, error);
+        while (k > 0);
+        fhash_run_free(r);
+        return k;
 }
 
 _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
@@ -201,8 +341,6 @@ _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t 
 _public_ int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                             const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error)
 {
-        if (!fds && n > 0)
-                return set_error(error, -EINVAL, NULL, "fhash_hash_fds: invalid arguments");
         return hash_inputs(c, NULL, fds ? fds : (const int[]){ -1 }, names, n, options, fn, userdata, error);
 }
 

@@ -201,7 +201,6 @@ void run_order_put(RunOrder *o, const RunResult *r)
 #define LOCAL_STEP_MIN ((size_t)16)
 #define LOCAL_STEP_MAX ((size_t)512)
 
-typedef struct LocalRun LocalRun;
 
 /* One engine job: up to a step's files of one algorithm; map[k] is the item of its k-th input. */
 typedef struct LocalBatch {
@@ -215,6 +214,8 @@ typedef struct LocalBatch {
 
 struct LocalRun {
         RunOrder order;
+        Progress *progress;
+        bool done;                            /* every item delivered */
         const RunReadOptions *read;
         Engine *e;                            /* made when the first file needs it */
         LocalBatch *filling[_HASH_ALGO_MAX];  /* not started yet */
@@ -447,47 +448,88 @@ static int local_fill(LocalRun *run)
         return local_start_filling(run);
 }
 
+int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
+                  Progress *progress, LocalRun **ret)
+{
+        LocalRun *run = calloc(1, sizeof(*run));
+        int r;
+
+        if (!run)
+                return -ENOMEM;
+        *run = (LocalRun){ .read = ro, .step = LOCAL_STEP_MIN, .progress = progress };
+        r = run_order_init(&run->order, source, fn, userdata, progress);
+        if (r < 0) {
+                free(run);
+                return r;
+        }
+        *ret = run;
+        return 0;
+}
+
+int run_local_step(LocalRun *run, uint64_t timeout_usec)
+{
+        int r;
+
+        if (run->done)
+                return 0;
+        for (;;) {
+                r = local_fill(run);
+                if (r < 0)
+                        return r;
+                if (run_order_finished(&run->order) && !run->running) {
+                        progress_clear(run->progress);
+                        run->done = true;
+                        return 0;
+                }
+                /* Without an engine nothing is queued, so everything pulled was delivered at once
+                 * and the source has more. */
+                if (run->e)
+                        break;
+        }
+        /* While the source has more and there is room, only collect what is ready. */
+        r = engine_run_once(run->e, local_wants_more(run) ? 0 : timeout_usec);
+        if (r < 0)
+                return r;
+        local_progress(run, run->progress);
+        return 1;
+}
+
+int run_local_get_fd(LocalRun *run)
+{
+        return run->e ? engine_get_fd(run->e) : -EAGAIN;
+}
+
+LocalRun *run_local_free(LocalRun *run)
+{
+        if (!run)
+                return NULL;
+        /* Jobs go before the engine that runs them. */
+        for (size_t a = 0; a < ELEMENTSOF(run->filling); a++)
+                run->filling[a] = batch_free(run->filling[a]);
+        while (run->running) {
+                LocalBatch *b = run->running;
+
+                run->running = b->next;
+                batch_free(b);
+        }
+        engine_free(run->e);
+        run_order_deinit(&run->order);
+        return mfree(run);
+}
+
 int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
               Progress *progress)
 {
-        LocalRun run = { .read = ro, .step = LOCAL_STEP_MIN };
+        LocalRun *run;
         int r;
 
-        r = run_order_init(&run.order, source, fn, userdata, progress);
+        r = run_local_new(source, ro, fn, userdata, progress, &run);
         if (r < 0)
                 return r;
-        /* From here every path leaves through finish, which frees run (explicitly: clang-tidy 14
-         * does not see _cleanup_ and took the early returns for leaks). */
-        for (;;) {
-                r = local_fill(&run);
-                if (r < 0)
-                        goto finish;
-                if (run_order_finished(&run.order) && !run.running)
-                        break;
-                /* Without an engine nothing is queued, so everything pulled was delivered at once
-                 * and the source has more. */
-                if (!run.e)
-                        continue;
-                /* While the source has more and there is room, only collect what is ready. */
-                r = engine_run_once(run.e, local_wants_more(&run) ? 0 : 250000);
-                if (r < 0)
-                        goto finish;
-                local_progress(&run, progress);
-        }
-        progress_clear(progress);
-        r = 0;
-
-finish:
-        /* Jobs go before the engine that runs them. */
-        for (size_t a = 0; a < ELEMENTSOF(run.filling); a++)
-                run.filling[a] = batch_free(run.filling[a]);
-        while (run.running) {
-                LocalBatch *b = run.running;
-
-                run.running = b->next;
-                batch_free(b);
-        }
-        engine_free(run.e);
-        run_order_deinit(&run.order);
+        /* Freed explicitly: clang-tidy 14 does not see _cleanup_. */
+        do
+                r = run_local_step(run, 250000);
+        while (r > 0);
+        run_local_free(run);
         return r;
 }

@@ -140,3 +140,15 @@ typedef struct RunReadOptions {
  * the source failed. */
 int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
               Progress *progress);
+
+/* run_local() in steps, for a caller's own loop: step does what is ready, waiting up to
+ * timeout_usec for the engine (0: not at all), and returns 1 while the run goes on, 0 once every
+ * item was delivered, or -errno. get_fd is the engine's fd to poll for POLLIN between steps, or
+ * -EAGAIN before the first file has made the engine (step then never waits). The source and the
+ * options must outlive the run. */
+typedef struct LocalRun LocalRun;
+int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
+                  Progress *progress, LocalRun **ret);
+int run_local_step(LocalRun *run, uint64_t timeout_usec);
+int run_local_get_fd(LocalRun *run);
+LocalRun *run_local_free(LocalRun *run);

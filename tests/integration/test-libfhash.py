@@ -22,6 +22,7 @@ BUILD = os.environ.get("FHASH_BUILD_ROOT", "")
 SRC = os.environ.get("FHASH_SOURCE_ROOT", "")
 LIB = os.path.join(BUILD, "src", "libfhash.so.0")
 EXAMPLE = os.path.join(BUILD, "examples", "hash-files")
+EXAMPLE_ASYNC = os.path.join(BUILD, "examples", "hash-files-async")
 
 
 def sha256sum(files, cwd):
@@ -188,7 +189,7 @@ def main():
     for p in ("sha256sum", "nm", "objdump", "cc", "pkg-config", "meson", "dbus-daemon"):
         if not shutil.which(p):
             ft.skip(f"{p} is not installed")
-    if not os.path.exists(LIB) or not os.path.exists(EXAMPLE):
+    if not all(os.path.exists(p) for p in (LIB, EXAMPLE, EXAMPLE_ASYNC)):
         ft.skip(f"libfhash or the example is not built in {BUILD}")
     test_exports()
     with ft.Bus() as bus:
@@ -201,6 +202,8 @@ def main():
             same_as_sha256sum([exe, "--address", bus.address], files, tmp, env, "out-of-tree hash-files via fhashd")
             same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ),
                               "hash-files via fhashd")
+            same_as_sha256sum([EXAMPLE_ASYNC, "--address", bus.address], files, tmp, dict(os.environ),
+                              "hash-files-async (a poll loop) via fhashd")
             pyenv = python_env()
             same_as_sha256sum(["/usr/bin/python3", os.path.join(SRC, "examples", "hash_files.py"), "--address",
                                bus.address], files, tmp, pyenv, "hash_files.py via fhashd")
@@ -227,8 +230,10 @@ def main():
         ft.log(f"ok: fhashd killed mid-run: the library call fails ({out.strip()})")
         # No fhashd on this bus: the examples hash in-process and print the same.
         same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ), "hash-files in-process")
-        ft.log("ok: hash-files (in tree and out of tree) and hash_files.py print what sha256sum prints, "
-               "through fhashd and in-process")
+        same_as_sha256sum([EXAMPLE_ASYNC, "--address", bus.address], files, tmp, dict(os.environ),
+                          "hash-files-async in-process")
+        ft.log("ok: hash-files (in tree and out of tree), hash-files-async and hash_files.py print what "
+               "sha256sum prints, through fhashd and in-process")
 
 
 if __name__ == "__main__":
