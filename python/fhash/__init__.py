@@ -20,6 +20,7 @@ import asyncio
 import ctypes
 import errno as _errno
 import os
+import time
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Union
 
 __all__ = ["Client", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
@@ -62,6 +63,20 @@ _lib.fhash_hash_fds.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), c
                                 ctypes.c_size_t, ctypes.POINTER(_HashOptions), _ResultFn, ctypes.c_void_p,
                                 ctypes.POINTER(_Error)]
 _lib.fhash_hash_fds.restype = ctypes.c_int
+_lib.fhash_run_paths.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                 ctypes.POINTER(_HashOptions), _ResultFn, ctypes.c_void_p,
+                                 ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]
+_lib.fhash_run_paths.restype = ctypes.c_int
+_lib.fhash_run_get_fd.argtypes = [ctypes.c_void_p]
+_lib.fhash_run_get_fd.restype = ctypes.c_int
+_lib.fhash_run_get_events.argtypes = [ctypes.c_void_p]
+_lib.fhash_run_get_events.restype = ctypes.c_int
+_lib.fhash_run_get_timeout.argtypes = [ctypes.c_void_p]
+_lib.fhash_run_get_timeout.restype = ctypes.c_uint64
+_lib.fhash_run_process.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Error)]
+_lib.fhash_run_process.restype = ctypes.c_int
+_lib.fhash_run_free.argtypes = [ctypes.c_void_p]
+_lib.fhash_run_free.restype = ctypes.c_void_p
 _lib.fhash_algorithms.argtypes = []
 _lib.fhash_algorithms.restype = ctypes.POINTER(ctypes.c_char_p)
 _lib.fhash_version.argtypes = []
@@ -131,6 +146,34 @@ class Result(NamedTuple):
 PathLike = Union[str, bytes, os.PathLike]
 
 
+def _result(r: _Result) -> Result:
+    return Result(r.index, os.fsdecode(r.name), r.size, r.digest.decode() if r.digest else None, -r.error,
+                  r.message.decode(errors="replace") if r.message else None)
+
+
+async def _ready(loop, fd: int, events: int, deadline_usec: int):
+    """Until fd is ready for the poll(2) events (POLLIN 1, POLLOUT 4) or the CLOCK_MONOTONIC deadline."""
+    fut = loop.create_future()
+
+    def wake():
+        if not fut.done():
+            fut.set_result(None)
+    watched = []
+    if fd >= 0 and events & 1:
+        loop.add_reader(fd, wake)
+        watched.append(loop.remove_reader)
+    if fd >= 0 and events & 4:
+        loop.add_writer(fd, wake)
+        watched.append(loop.remove_writer)
+    try:
+        await asyncio.wait_for(fut, max(0.0, deadline_usec / 1e6 - time.monotonic()))
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        for remove in watched:
+            remove(fd)
+
+
 class Client:
     """A connection to fhashd (or, where it cannot be reached and fallback is allowed, the engine in
     this process). One thread at a time; use one Client per thread."""
@@ -189,10 +232,7 @@ class Client:
         results: List[Result] = []
 
         def on_result(r, _):
-            r = r.contents
-            results.append(Result(r.index, os.fsdecode(r.name), r.size,
-                                  r.digest.decode() if r.digest else None, -r.error,
-                                  r.message.decode(errors="replace") if r.message else None))
+            results.append(_result(r.contents))
 
         err = _Error()
         cb = _ResultFn(on_result)
@@ -200,10 +240,35 @@ class Client:
             _raise(err)
         return results
 
-    async def hash_async(self, paths: Iterable[PathLike], **kw) -> List[Result]:
-        """hash() on a worker thread, for asyncio code: the event loop goes on meanwhile."""
-        paths = list(paths)
-        return await asyncio.get_running_loop().run_in_executor(None, lambda: self.hash(paths, **kw))
+    async def hash_async(self, paths: Iterable[PathLike], algo: str = "sha256",
+                         expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
+        """hash() on the running asyncio loop: libfhash's run is driven from the loop's own fd
+        watching (fhash_run_*), so the loop goes on meanwhile and no thread is used."""
+        names = [os.fsencode(p) for p in paths]
+        if expected is not None and len(expected) != len(names):
+            raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
+        arr = (ctypes.c_char_p * max(1, len(names)))(*names)
+        exp = (ctypes.c_char_p * max(1, len(names)))(*[(e or "").encode() for e in expected]) if expected else None
+        opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
+                            _HASH_DONTCACHE if dontcache else 0)
+        results: List[Result] = []
+        cb = _ResultFn(lambda r, _: results.append(_result(r.contents)))
+        run, err = ctypes.c_void_p(), _Error()
+        if _lib.fhash_run_paths(self._check(), arr, len(names), ctypes.byref(opts), cb, None, ctypes.byref(run),
+                                ctypes.byref(err)) < 0:
+            _raise(err)
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                k = _lib.fhash_run_process(run, ctypes.byref(err))
+                if k < 0:
+                    _raise(err)
+                if k == 0:
+                    return results
+                await _ready(loop, _lib.fhash_run_get_fd(run), _lib.fhash_run_get_events(run),
+                             _lib.fhash_run_get_timeout(run))
+        finally:
+            _lib.fhash_run_free(run)
 
     def close(self):
         if self._handle:

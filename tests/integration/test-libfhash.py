@@ -73,6 +73,21 @@ def test_out_of_tree(tmp):
     return exe, libdir
 
 
+async def async_with_ticker(client, files):
+    """hash_async() with another task on the loop: the loop must keep turning while it waits."""
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.001)
+    task = asyncio.create_task(ticker())
+    res = await client.hash_async(files, algo="blake3")
+    task.cancel()
+    return res, ticks
+
+
 def test_python_module(mod, address, files, tmp):
     with mod.Client(address=address, fallback=False) as c:
         ft.check(c.uses_daemon, "Client(address=...) does not use fhashd")
@@ -95,8 +110,10 @@ def test_python_module(mod, address, files, tmp):
             ft.fail("an unknown algorithm was accepted")
         except mod.InvalidArgs as e:
             ft.check(e.errno == errno.EINVAL and "sha257" in e.message, f"unknown algorithm: {e.message}")
-        res = asyncio.run(c.hash_async(files[:3], algo="blake3"))
-        ft.check(len(res) == 3 and all(r.ok and len(r.digest) == 64 for r in res), f"hash_async: {res}")
+        res, ticks = asyncio.run(async_with_ticker(c, files))
+        ft.check(len(res) == len(files) and all(r.ok and len(r.digest) == 64 for r in res) and
+                 [r.name for r in res] == files, f"hash_async: {res[:3]}")
+        ft.check(ticks > 0, "the asyncio loop did not run while hash_async() waited")
         # Open files: a regular file whose offset must stay, and a pipe.
         with open(files[0], "rb") as f:
             data = f.read()
@@ -113,6 +130,8 @@ def test_python_module(mod, address, files, tmp):
             os.close(r)
     with mod.Client(local=True) as c:
         ft.check(not c.uses_daemon, "Client(local=True) uses fhashd")
+        res, _ = asyncio.run(async_with_ticker(c, files[:20]))
+        ft.check(len(res) == 20 and all(r.ok for r in res), f"hash_async in-process: {res[:3]}")
         with open(files[1], "rb") as f:
             res = c.hash_files([f.fileno()])
             ft.check(res[0].digest == hashlib.sha256(open(files[1], "rb").read()).hexdigest(), f"local fd: {res}")
