@@ -136,6 +136,15 @@ uint64_t fhash_run_get_timeout(fhash_run *r);
 /* Does what is ready without blocking: 1 while the run goes on, 0 once every file has its result,
  * or -errno with error filled in (the run is over then too). */
 int fhash_run_process(fhash_run *r, fhash_error *error);
+typedef struct fhash_progress {
+        size_t files_done, files_total;   /* files with a result; files given */
+        uint64_t bytes_done, bytes_total; /* bytes of the files done (and, through fhashd, of the
+                                           * running ones as its jobs report them); bytes of the
+                                           * files opened so far: the total grows as files open */
+} fhash_progress;
+
+/* Where the run is: 0, or -EINVAL. */
+int fhash_run_get_progress(fhash_run *r, fhash_progress *ret);
 /* Frees the run; one not finished is abandoned (fhashd cancels its jobs when the client goes). */
 fhash_run *fhash_run_free(fhash_run *r);
 

@@ -75,6 +75,13 @@ _lib.fhash_run_get_timeout.argtypes = [ctypes.c_void_p]
 _lib.fhash_run_get_timeout.restype = ctypes.c_uint64
 _lib.fhash_run_process.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Error)]
 _lib.fhash_run_process.restype = ctypes.c_int
+class _Progress(ctypes.Structure):
+    _fields_ = [("files_done", ctypes.c_size_t), ("files_total", ctypes.c_size_t),
+                ("bytes_done", ctypes.c_uint64), ("bytes_total", ctypes.c_uint64)]
+
+
+_lib.fhash_run_get_progress.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Progress)]
+_lib.fhash_run_get_progress.restype = ctypes.c_int
 _lib.fhash_run_free.argtypes = [ctypes.c_void_p]
 _lib.fhash_run_free.restype = ctypes.c_void_p
 _lib.fhash_algorithms.argtypes = []
@@ -241,9 +248,12 @@ class Client:
         return results
 
     async def hash_async(self, paths: Iterable[PathLike], algo: str = "sha256",
-                         expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
+                         expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
+                         on_progress=None) -> List[Result]:
         """hash() on the running asyncio loop: libfhash's run is driven from the loop's own fd
-        watching (fhash_run_*), so the loop goes on meanwhile and no thread is used."""
+        watching (fhash_run_*), so the loop goes on meanwhile and no thread is used. on_progress, if
+        given, is called as on_progress(files_done, files_total, bytes_done, bytes_total) whenever
+        the run has moved, and once at the end."""
         names = [os.fsencode(p) for p in paths]
         if expected is not None and len(expected) != len(names):
             raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
@@ -258,11 +268,17 @@ class Client:
                                 ctypes.byref(err)) < 0:
             _raise(err)
         loop = asyncio.get_running_loop()
+        progress, last = _Progress(), None
         try:
             while True:
                 k = _lib.fhash_run_process(run, ctypes.byref(err))
                 if k < 0:
                     _raise(err)
+                if on_progress and _lib.fhash_run_get_progress(run, ctypes.byref(progress)) == 0:
+                    now = (progress.files_done, progress.files_total, progress.bytes_done, progress.bytes_total)
+                    if now != last:
+                        on_progress(*now)
+                        last = now
                 if k == 0:
                     return results
                 await _ready(loop, _lib.fhash_run_get_fd(run), _lib.fhash_run_get_events(run),

@@ -1159,17 +1159,26 @@ static int pump(BusClient *c)
         }
 }
 
-static void draw_progress(BusClient *c, Progress *p)
+void bus_client_get_progress(BusClient *c, ProgressState *ret)
 {
         ProgressState s = { .bytes_done = c->bytes_finished, .bytes_total = c->bytes_total,
                             .files_done = c->files_finished, .files_total = c->order.n_items,
                             .open_ended = !c->order.source_done };
 
-        if (!p || !p->enabled)
-                return;
+        /* The jobs' BytesDone, where PropertiesChanged is watched (a progress line is shown). */
         for (ClientJob *j = c->jobs; j; j = j->next)
                 if (!j->finished && j->bytes_done > j->bytes_delivered)
                         s.bytes_done += j->bytes_done - j->bytes_delivered;
+        *ret = s;
+}
+
+static void draw_progress(BusClient *c, Progress *p)
+{
+        ProgressState s;
+
+        if (!p || !p->enabled)
+                return;
+        bus_client_get_progress(c, &s);
         progress_update(p, &s);
 }
 

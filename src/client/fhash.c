@@ -307,6 +307,21 @@ _public_ uint64_t fhash_run_get_timeout(fhash_run *r)
         return MIN(t, now + 100000);
 }
 
+_public_ int fhash_run_get_progress(fhash_run *r, fhash_progress *ret)
+{
+        ProgressState s = {};
+
+        if (!r || !ret)
+                return -EINVAL;
+        if (r->bus)
+                bus_client_get_progress(r->bus, &s);
+        else
+                run_local_get_progress(r->local, &s);
+        *ret = (fhash_progress){ .files_done = MIN(s.files_done, r->array.n), .files_total = r->array.n,
+                                 .bytes_done = s.bytes_done, .bytes_total = MAX(s.bytes_total, s.bytes_done) };
+        return 0;
+}
+
 _public_ int fhash_run_process(fhash_run *r, fhash_error *error)
 {
         if (!r)

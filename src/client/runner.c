@@ -285,12 +285,10 @@ static void local_job_done(EngineJob *j, EngineJobResult result, void *userdata)
         batch_free(b);
 }
 
-static void local_progress(LocalRun *run, Progress *p)
+void run_local_get_progress(LocalRun *run, ProgressState *ret)
 {
         ProgressState s = run->finished;
 
-        if (!p || !p->enabled)
-                return;
         s.open_ended = !run->order.source_done;
         for (LocalBatch *b = run->running; b; b = b->next) {
                 EngineJobProgress jp;
@@ -301,6 +299,16 @@ static void local_progress(LocalRun *run, Progress *p)
                 s.files_done += jp.files_done;
                 s.files_total += jp.files_total;
         }
+        *ret = s;
+}
+
+static void local_progress(LocalRun *run, Progress *p)
+{
+        ProgressState s;
+
+        if (!p || !p->enabled)
+                return;
+        run_local_get_progress(run, &s);
         progress_update(p, &s);
 }
 

@@ -151,4 +151,5 @@ int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn
                   Progress *progress, LocalRun **ret);
 int run_local_step(LocalRun *run, uint64_t timeout_usec);
 int run_local_get_fd(LocalRun *run);
+void run_local_get_progress(LocalRun *run, ProgressState *ret);
 LocalRun *run_local_free(LocalRun *run);

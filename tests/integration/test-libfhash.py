@@ -83,8 +83,12 @@ async def async_with_ticker(client, files):
             ticks += 1
             await asyncio.sleep(0.001)
     task = asyncio.create_task(ticker())
-    res = await client.hash_async(files, algo="blake3")
+    seen = []
+    res = await client.hash_async(files, algo="blake3", on_progress=lambda *p: seen.append(p))
     task.cancel()
+    total = sum(os.path.getsize(f) for f in files)
+    ft.check(seen and seen[-1] == (len(files), len(files), total, total) and
+             all(a[0] <= b[0] for a, b in zip(seen, seen[1:])), f"progress: {seen[:3]} ... {seen[-1:]}")
     return res, ticks
 
 
