@@ -110,6 +110,25 @@ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const 
 int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                    const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error);
 
+/* One input of a source: a path, or with path NULL an open fd (read from its start, left open). */
+typedef struct fhash_input {
+        const char *path;
+        int fd;
+        const char *name;      /* the result's label; NULL: the path, or "" */
+        const char *expected;  /* NULL, or the hex digest the file must have */
+} fhash_input;
+
+/* Gives the next input: 1 with *ret filled (its strings valid until the next call), 0 when there
+ * are no more, or -errno to end the run with that error. Called as the run has room for more, so a
+ * directory walk can go on while the first files are hashed. */
+typedef int (*fhash_source_fn)(void *userdata, fhash_input *ret);
+
+/* fhash_hash_paths() over inputs as a source gives them, any number (options->expected must be
+ * NULL: expected digests come with each input). An input that is neither a path nor an fd, or whose
+ * expected digest is not of the algorithm's form, gets a result with -EINVAL in its place. */
+int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
+                      const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error);
+
 /*
  * The same without blocking, for programs with their own event loop: fhash_run_paths() and
  * fhash_run_fds() start the run and return at once; the caller polls fhash_run_get_fd() for
@@ -127,6 +146,9 @@ int fhash_run_paths(fhash_client *c, const char *const *paths, size_t n, const f
 int fhash_run_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                   const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
                   fhash_error *error);
+int fhash_run_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
+                     const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
+                     fhash_error *error);
 /* The fd to poll, or -errno. */
 int fhash_run_get_fd(fhash_run *r);
 /* The poll(2) events to wait for on it. */
@@ -137,7 +159,7 @@ uint64_t fhash_run_get_timeout(fhash_run *r);
  * or -errno with error filled in (the run is over then too). */
 int fhash_run_process(fhash_run *r, fhash_error *error);
 typedef struct fhash_progress {
-        size_t files_done, files_total;   /* files with a result; files given */
+        size_t files_done, files_total;   /* files with a result; files given (a source: so far) */
         uint64_t bytes_done, bytes_total; /* bytes of the files done (and, through fhashd, of the
                                            * running ones as its jobs report them); bytes of the
                                            * files opened so far: the total grows as files open */

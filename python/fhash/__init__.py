@@ -84,6 +84,15 @@ _lib.fhash_run_get_progress.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Progres
 _lib.fhash_run_get_progress.restype = ctypes.c_int
 _lib.fhash_run_free.argtypes = [ctypes.c_void_p]
 _lib.fhash_run_free.restype = ctypes.c_void_p
+class _Input(ctypes.Structure):
+    _fields_ = [("path", ctypes.c_char_p), ("fd", ctypes.c_int), ("name", ctypes.c_char_p),
+                ("expected", ctypes.c_char_p)]
+
+
+_SourceFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Input))
+_lib.fhash_hash_source.argtypes = [ctypes.c_void_p, _SourceFn, ctypes.c_void_p, ctypes.POINTER(_HashOptions),
+                                   _ResultFn, ctypes.c_void_p, ctypes.POINTER(_Error)]
+_lib.fhash_hash_source.restype = ctypes.c_int
 _lib.fhash_algorithms.argtypes = []
 _lib.fhash_algorithms.restype = ctypes.POINTER(ctypes.c_char_p)
 _lib.fhash_version.argtypes = []
@@ -244,6 +253,48 @@ class Client:
         err = _Error()
         cb = _ResultFn(on_result)
         if call(ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
+            _raise(err)
+        return results
+
+    def hash_stream(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
+                    on_result=None) -> List[Result]:
+        """hash() over an iterable consumed as the run has room (a walk can go on while the first
+        files are hashed): items are paths, open files (ints or objects with fileno()), or
+        (path_or_file, expected_hex) pairs. on_result, if given, gets each Result as soon as it is in
+        order, while the iterable is still being read; the list of all comes back at the end."""
+        it = iter(inputs)
+        keep = []  # the strings of the last input, alive until the next call
+        results: List[Result] = []
+
+        def next_input(_, ret):
+            try:
+                item = next(it)
+            except StopIteration:
+                return 0
+            except Exception:  # the iterable failed: end the run with EIO
+                return -_errno.EIO
+            expected = None
+            if isinstance(item, tuple):
+                item, expected = item
+            r = ret.contents
+            if isinstance(item, int) or hasattr(item, "fileno"):
+                r.path, r.fd = None, item if isinstance(item, int) else item.fileno()
+            else:
+                r.path, r.fd = os.fsencode(item), -1
+            r.name = None
+            r.expected = expected.encode() if expected else None
+            keep[:] = [r.path, r.expected]
+            return 1
+
+        def on_res(r, _):
+            res = _result(r.contents)
+            results.append(res)
+            if on_result:
+                on_result(res)
+
+        src, cb = _SourceFn(next_input), _ResultFn(on_res)
+        opts, err = _HashOptions(algo.encode(), None, _HASH_DONTCACHE if dontcache else 0), _Error()
+        if _lib.fhash_hash_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
             _raise(err)
         return results
 

@@ -154,6 +154,9 @@ struct fhash_run {
         sd_bus_error bus_error;
         BusClient *bus;          /* through fhashd ... */
         LocalRun *local;         /* ... or in this process */
+        fhash_source_fn user_next;  /* fhash_run_source(): the caller's inputs */
+        void *user_data;
+        size_t n_given;          /* inputs given; SIZE_MAX for a source */
         bool done;
 };
 
@@ -179,6 +182,52 @@ static const char *put_string(fhash_run *r, size_t *pos, const char *s)
         return p;
 }
 
+/* A run with its options checked, not started yet. */
+static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_result_fn fn, void *userdata, fhash_run **ret,
+                   fhash_error *error)
+{
+        fhash_run *r;
+
+        if (!c || !fn || !ret)
+                return set_error(error, -EINVAL, NULL, "fhash: invalid arguments");
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return set_error(error, -ENOMEM, NULL, "out of memory");
+        if (hash_algo_set_parse(o->algorithm ? o->algorithm : "sha256", &r->algos) < 0) {
+                fhash_run_free(r);
+                return set_error(error, -EINVAL, NULL, "unknown algorithm \"%s\" (known: %s; at most %d joined by ',')",
+                                 o->algorithm, hash_algo_list(), HASH_SET_MAX);
+        }
+        r->client = c;
+        r->ro = (RunReadOptions){ .dontcache = o->flags & FHASH_HASH_DONTCACHE,
+                                  .algos = r->algos.n > 1 ? &r->algos : NULL };
+        r->delivery = (Delivery){ .fn = fn, .userdata = userdata };
+        progress_init(&r->progress, PROGRESS_OFF, -1);
+        *ret = r;
+        return 0;
+}
+
+/* Starts r over r->source, through fhashd or in-process; frees r on failure. */
+static int run_begin(fhash_run *r, fhash_run **ret, fhash_error *error)
+{
+        fhash_client *c = r->client;
+        int k;
+
+        if (c->bus)
+                k = bus_client_start(c->bus, &r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->bus_error,
+                                     &r->bus);
+        else
+                k = run_local_new(&r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->local);
+        if (k < 0) {
+                k = c->bus ? set_bus_error(error, k, &r->bus_error, "cannot start hashing through fhashd")
+                           : set_error(error, k, NULL, "cannot start the hashing engine: %s", strerror(-k));
+                fhash_run_free(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
 /* Checks the inputs (paths[i] or fds[i]) and starts a run over them: the arrays and strings are
  * copied, nothing waits. */
 static int run_start(fhash_client *c, const char *const *paths, const int *fds, const char *const *names, size_t n,
@@ -187,19 +236,14 @@ static int run_start(fhash_client *c, const char *const *paths, const int *fds, 
 {
         fhash_hash_options o = options ? *options : (fhash_hash_options){};
         size_t bytes = 0, pos = 0;
-        fhash_run *r;
+        fhash_run *r = NULL;
         int k;
 
-        if (!c || (!paths && !fds && n > 0) || !fn || !ret)
+        if (!paths && !fds && n > 0)
                 return set_error(error, -EINVAL, NULL, "fhash: invalid arguments");
-        r = calloc(1, sizeof(*r));
-        if (!r)
-                return set_error(error, -ENOMEM, NULL, "out of memory");
-        if (hash_algo_set_parse(o.algorithm ? o.algorithm : "sha256", &r->algos) < 0) {
-                fhash_run_free(r);
-                return set_error(error, -EINVAL, NULL, "unknown algorithm \"%s\" (known: %s; at most %d joined by ',')",
-                                 o.algorithm, hash_algo_list(), HASH_SET_MAX);
-        }
+        k = run_new(c, &o, fn, userdata, &r, error);
+        if (k < 0 || !r)
+                return k < 0 ? k : -EIO;
         for (size_t i = 0; i < n; i++)
                 if (fds ? fds[i] < 0 : !paths[i]) {
                         fhash_run_free(r);
@@ -213,7 +257,6 @@ static int run_start(fhash_client *c, const char *const *paths, const int *fds, 
         for (size_t i = 0; i < n; i++)
                 bytes += strlen(fds ? (names && names[i] ? names[i] : "") : paths[i]) + 1 +
                          (o.expected && o.expected[i] ? strlen(o.expected[i]) + 1 : 0);
-        r->client = c;
         r->items = calloc(MAX(n, (size_t)1), sizeof(*r->items));
         r->strings = malloc(MAX(bytes, (size_t)1));
         if (!r->items || !r->strings) {
@@ -230,23 +273,52 @@ static int run_start(fhash_client *c, const char *const *paths, const int *fds, 
         }
         r->array = (RunArray){ .items = r->items, .n = n };
         r->source = (RunSource){ .next = run_array_next, .userdata = &r->array };
-        r->ro = (RunReadOptions){ .dontcache = o.flags & FHASH_HASH_DONTCACHE,
-                                  .algos = r->algos.n > 1 ? &r->algos : NULL };
-        r->delivery = (Delivery){ .fn = fn, .userdata = userdata };
-        progress_init(&r->progress, PROGRESS_OFF, -1);
-        if (c->bus)
-                k = bus_client_start(c->bus, &r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->bus_error,
-                                     &r->bus);
-        else
-                k = run_local_new(&r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->local);
-        if (k < 0) {
-                k = c->bus ? set_bus_error(error, k, &r->bus_error, "cannot start hashing through fhashd")
-                           : set_error(error, k, NULL, "cannot start the hashing engine: %s", strerror(-k));
-                fhash_run_free(r);
+        r->n_given = n;
+        return run_begin(r, ret, error);
+}
+
+/* RunSource over the caller's fhash_source_fn: an input it gives that cannot be hashed as given (an
+ * expected digest of the wrong form, neither path nor fd) becomes a result with -EINVAL in its place. */
+static int source_next(void *userdata, RunItem *ret)
+{
+        fhash_run *r = userdata;
+        fhash_input in = { .fd = -1 };
+        int k = r->user_next(r->user_data, &in);
+
+        if (k <= 0)
                 return k;
+        *ret = (RunItem){ .name = in.name ? in.name : in.path ? in.path : "", .has_fd = !in.path && in.fd >= 0,
+                          .fd = in.fd, .algo = r->algos.algos[0], .expected = in.expected && in.expected[0] ? in.expected : NULL };
+        ret->path = in.path ? in.path : ret->name;
+        if ((!in.path && in.fd < 0) ||
+            (ret->expected && (r->algos.n > 1 ? !hash_set_hex_valid(&r->algos, ret->expected)
+                                              : strlen(ret->expected) != 2 * hash_algo_digest_size(r->algos.algos[0])))) {
+                ret->error = -EINVAL;
+                ret->expected = NULL;
         }
-        *ret = r;
-        return 0;
+        return 1;
+}
+
+_public_ int fhash_run_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
+                              const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
+                              fhash_error *error)
+{
+        fhash_hash_options o = options ? *options : (fhash_hash_options){};
+        fhash_run *r = NULL;
+        int k;
+
+        if (!next)
+                return set_error(error, -EINVAL, NULL, "fhash_run_source: no source");
+        if (o.expected)
+                return set_error(error, -EINVAL, NULL, "fhash_run_source: expected digests come with the inputs");
+        k = run_new(c, &o, fn, userdata, &r, error);
+        if (k < 0 || !r)
+                return k < 0 ? k : -EIO;
+        r->user_next = next;
+        r->user_data = source_userdata;
+        r->source = (RunSource){ .next = source_next, .userdata = r };
+        r->n_given = SIZE_MAX;
+        return run_begin(r, ret, error);
 }
 
 /* One step, waiting up to timeout_usec: 1 while the run goes on, 0 when it is over, -errno. */
@@ -317,7 +389,8 @@ _public_ int fhash_run_get_progress(fhash_run *r, fhash_progress *ret)
                 bus_client_get_progress(r->bus, &s);
         else
                 run_local_get_progress(r->local, &s);
-        *ret = (fhash_progress){ .files_done = MIN(s.files_done, r->array.n), .files_total = r->array.n,
+        *ret = (fhash_progress){ .files_done = s.files_done,
+                                 .files_total = r->n_given == SIZE_MAX ? s.files_total : r->n_given,
                                  .bytes_done = s.bytes_done, .bytes_total = MAX(s.bytes_total, s.bytes_done) };
         return 0;
 }
@@ -329,15 +402,9 @@ _public_ int fhash_run_process(fhash_run *r, fhash_error *error)
         return run_step(r, 0, error);
 }
 
-/* Starts a run and steps it to the end, waiting inside. */
-static int hash_inputs(fhash_client *c, const char *const *paths, const int *fds, const char *const *names,
-                       size_t n, const fhash_hash_options *options, fhash_result_fn fn, void *userdata,
-                       fhash_error *error)
+/* The blocking calls: a run just started (k: how that went) stepped to its end, waiting inside. */
+static int run_to_end(int k, fhash_run *r, fhash_error *error)
 {
-        fhash_run *r = NULL;
-        int k;
-
-        k = run_start(c, paths, fds, names, n, options, fn, userdata, &r, error);
         if (k < 0 || !r)
                 return k < 0 ? k : -EIO;
         do
@@ -345,6 +412,26 @@ static int hash_inputs(fhash_client *c, const char *const *paths, const int *fds
         while (k > 0);
         fhash_run_free(r);
         return k;
+}
+
+static int hash_inputs(fhash_client *c, const char *const *paths, const int *fds, const char *const *names,
+                       size_t n, const fhash_hash_options *options, fhash_result_fn fn, void *userdata,
+                       fhash_error *error)
+{
+        fhash_run *r = NULL;
+        int k = run_start(c, paths, fds, names, n, options, fn, userdata, &r, error);
+
+        return run_to_end(k, r, error);
+}
+
+_public_ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
+                               const fhash_hash_options *options, fhash_result_fn fn, void *userdata,
+                               fhash_error *error)
+{
+        fhash_run *r = NULL;
+        int k = fhash_run_source(c, next, source_userdata, options, fn, userdata, &r, error);
+
+        return run_to_end(k, r, error);
 }
 
 _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,

@@ -118,6 +118,20 @@ def test_python_module(mod, address, files, tmp):
         ft.check(len(res) == len(files) and all(r.ok and len(r.digest) == 64 for r in res) and
                  [r.name for r in res] == files, f"hash_async: {res[:3]}")
         ft.check(ticks > 0, "the asyncio loop did not run while hash_async() waited")
+        # A stream: a generator read as the run has room; the first results come while it still has
+        # items, and an item with a bad expected digest gets its own error.
+        pulled = []
+
+        def gen():
+            for i in range(5000):
+                pulled.append(i)
+                yield files[i % len(files)] if i != 7 else (files[0], "nothex")
+        first = []
+        res = c.hash_stream(gen(), on_result=lambda r: first.append(len(pulled)) if not first else None)
+        ft.check(len(res) == 5000 and [r.index for r in res] == list(range(5000)), f"hash_stream: {len(res)} results")
+        ft.check(res[7].error == errno.EINVAL and all(r.ok for i, r in enumerate(res) if i != 7),
+                 f"hash_stream results: {res[7]}, {[r for r in res if not r.ok][:2]}")
+        ft.check(first and first[0] < 5000, f"the first result came only after all 5,000 inputs were pulled ({first})")
         # Open files: a regular file whose offset must stay, and a pipe.
         with open(files[0], "rb") as f:
             data = f.read()
