@@ -748,8 +748,8 @@ static bool busy_wait_ok(BusClient *c)
                 return true;
         waited = now_usec() - c->busy_since;
         if (!c->busy_said && waited >= BUSY_SAY_USEC) {
-                fprintf(stderr, "fhashctl: fhashd is busy (%s); waiting%s\n", c->busy_reason,
-                        c->busy_timeout == UINT64_MAX ? "" : " (FHASHCTL_BUSY_TIMEOUT)");
+                if (c->read.busy_notice)
+                        c->read.busy_notice(c->busy_reason, c->busy_timeout != UINT64_MAX);
                 c->busy_said = true;
         }
         if (waited < c->busy_timeout)

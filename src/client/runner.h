@@ -131,6 +131,9 @@ typedef struct RunReadOptions {
          * their digests joined by ','; every item's algo is the set's first. NULL: the item's
          * algo alone. */
         const HashAlgoSet *algos;
+        /* Through fhashd: told once when fhashd has answered Busy for a second and more (fhashctl
+         * says so on stderr); NULL: nothing is said. A library says nothing of its own. */
+        void (*busy_notice)(const char *reason, bool gives_up_later);
 } RunReadOptions;
 
 /* Hashes in this process with the engine, read as ro says, while pulling items from source: they go

@@ -10,12 +10,18 @@
 
 /* Runs the items of source through fhashd or in-process, per the options, hashing while the source
  * still produces them. Returns 0, or -errno after saying why. */
+static void say_busy(const char *reason, bool gives_up_later)
+{
+        ctl_err("fhashd is busy (%s); waiting%s", reason, gives_up_later ? " (FHASHCTL_BUSY_TIMEOUT)" : "");
+}
+
 int ctl_run_items(const Args *a, const RunSource *source, RunResultFn fn, void *userdata)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const RunReadOptions ro = { .dontcache = a->no_cache, .strategy = a->io,
                                     .params = a->has_params ? &a->params : NULL,
-                                    .algos = a->algos.n > 1 ? &a->algos : NULL };
+                                    .algos = a->algos.n > 1 ? &a->algos : NULL,
+                                    .busy_notice = say_busy };
         sd_bus *bus = NULL;
         Progress progress;
         int r;
