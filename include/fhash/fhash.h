@@ -53,6 +53,11 @@ typedef struct fhash_client_options {
         fhash_bus bus;
         const char *address;  /* FHASH_BUS_ADDRESS: a D-Bus address ("unix:path=/run/...") */
         unsigned flags;       /* FHASH_CLIENT_* */
+        /* Called once per run when fhashd has answered Busy (a per-user limit) for over a second:
+         * reason is its message, gives_up is 1 when the run will fail after FHASHCTL_BUSY_TIMEOUT
+         * seconds (default 60; 0: waits for ever). NULL: nothing is said. */
+        void (*busy_notice)(const char *reason, int gives_up, void *userdata);
+        void *notice_userdata;
 } fhash_client_options;
 
 typedef struct fhash_client fhash_client;
@@ -65,6 +70,9 @@ int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fh
 fhash_client *fhash_client_free(fhash_client *c);
 /* 1 when the client hashes through fhashd, 0 when in this process. */
 int fhash_client_uses_daemon(const fhash_client *c);
+/* Why the client hashes in this process although it was not told to (FHASH_CLIENT_LOCAL): what
+ * reaching fhashd said; NULL otherwise. Lasts as long as the client. */
+const char *fhash_client_get_fallback_reason(const fhash_client *c);
 
 typedef struct fhash_result {
         size_t index;         /* the file's position in the call, from 0 */
@@ -78,6 +86,7 @@ typedef struct fhash_result {
          * was read; -ECANCELED. */
         int error;
         const char *message;  /* what went wrong, NULL on success */
+        const char *skip;     /* an input given with a skip reason: that reason (not hashed, error 0) */
 } fhash_result;
 
 /* Called once per file, in the order the files were given, from inside fhash_hash_paths(). The
@@ -87,6 +96,9 @@ typedef void (*fhash_result_fn)(const fhash_result *result, void *userdata);
 /* fhash_hash_options.flags */
 enum {
         FHASH_HASH_DONTCACHE = 1u << 0,  /* cache-neutral: add nothing to the page cache, evict nothing */
+        /* fhash_run_get_progress() counts the bytes of files being hashed too, not only of those done
+         * (through fhashd: the jobs' BytesDone, watched on the bus). */
+        FHASH_HASH_PROGRESS = 1u << 1,
 };
 
 typedef struct fhash_hash_options {
@@ -94,6 +106,13 @@ typedef struct fhash_hash_options {
                                        * by ',' to read each file once and hash it with each */
         const char *const *expected;  /* NULL, or a hex digest per path (NULL or "": none) */
         unsigned flags;               /* FHASH_HASH_* */
+        const char *strategy;         /* how files are read: NULL or "auto", "read", "mmap", "direct" */
+        /* One algorithm only: the digest length in bits (blake2b, blake2s, blake3; as b2sum -l), a
+         * 32-byte BLAKE3 key (b3sum --keyed; copied, wiped after use), a BLAKE3 key-derivation
+         * context (b3sum --derive-key). 0 and NULL: none. */
+        unsigned length_bits;
+        const uint8_t *key;
+        const char *derive_key;
 } fhash_hash_options;
 
 /* Hashes n files by path (relative paths from the current directory; "-" is standard input),
@@ -114,8 +133,14 @@ int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, si
 typedef struct fhash_input {
         const char *path;
         int fd;
-        const char *name;      /* the result's label; NULL: the path, or "" */
-        const char *expected;  /* NULL, or the hex digest the file must have */
+        const char *name;       /* the result's label; NULL: the path, or "" */
+        const char *expected;   /* NULL, or the hex digest the file must have */
+        /* This input's own algorithm (one name; NULL: the options') and length in bits (0: the
+         * options', or the default): a manifest's lines may name theirs. */
+        const char *algorithm;
+        unsigned length_bits;
+        int error;              /* -errno: not hashed, its result carries this error in its place */
+        const char *skip;       /* a reason: not hashed, its result carries it as skip */
 } fhash_input;
 
 /* Gives the next input: 1 with *ret filled (its strings valid until the next call), 0 when there
@@ -160,6 +185,7 @@ uint64_t fhash_run_get_timeout(fhash_run *r);
 int fhash_run_process(fhash_run *r, fhash_error *error);
 typedef struct fhash_progress {
         size_t files_done, files_total;   /* files with a result; files given (a source: so far) */
+        int complete;                     /* every input is known (a source ended): totals are final */
         uint64_t bytes_done, bytes_total; /* bytes of the files done (and, through fhashd, of the
                                            * running ones as its jobs report them); bytes of the
                                            * files opened so far: the total grows as files open */

@@ -34,17 +34,20 @@ class _Error(ctypes.Structure):
 
 
 class _ClientOptions(ctypes.Structure):
-    _fields_ = [("bus", ctypes.c_int), ("address", ctypes.c_char_p), ("flags", ctypes.c_uint)]
+    _fields_ = [("bus", ctypes.c_int), ("address", ctypes.c_char_p), ("flags", ctypes.c_uint),
+                ("busy_notice", ctypes.c_void_p), ("notice_userdata", ctypes.c_void_p)]
 
 
 class _Result(ctypes.Structure):
     _fields_ = [("index", ctypes.c_size_t), ("name", ctypes.c_char_p), ("size", ctypes.c_uint64),
-                ("digest", ctypes.c_char_p), ("error", ctypes.c_int), ("message", ctypes.c_char_p)]
+                ("digest", ctypes.c_char_p), ("error", ctypes.c_int), ("message", ctypes.c_char_p),
+                ("skip", ctypes.c_char_p)]
 
 
 class _HashOptions(ctypes.Structure):
     _fields_ = [("algorithm", ctypes.c_char_p), ("expected", ctypes.POINTER(ctypes.c_char_p)),
-                ("flags", ctypes.c_uint)]
+                ("flags", ctypes.c_uint), ("strategy", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
+                ("key", ctypes.POINTER(ctypes.c_uint8)), ("derive_key", ctypes.c_char_p)]
 
 
 _ResultFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Result), ctypes.c_void_p)
@@ -76,7 +79,7 @@ _lib.fhash_run_get_timeout.restype = ctypes.c_uint64
 _lib.fhash_run_process.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Error)]
 _lib.fhash_run_process.restype = ctypes.c_int
 class _Progress(ctypes.Structure):
-    _fields_ = [("files_done", ctypes.c_size_t), ("files_total", ctypes.c_size_t),
+    _fields_ = [("files_done", ctypes.c_size_t), ("files_total", ctypes.c_size_t), ("complete", ctypes.c_int),
                 ("bytes_done", ctypes.c_uint64), ("bytes_total", ctypes.c_uint64)]
 
 
@@ -86,7 +89,8 @@ _lib.fhash_run_free.argtypes = [ctypes.c_void_p]
 _lib.fhash_run_free.restype = ctypes.c_void_p
 class _Input(ctypes.Structure):
     _fields_ = [("path", ctypes.c_char_p), ("fd", ctypes.c_int), ("name", ctypes.c_char_p),
-                ("expected", ctypes.c_char_p)]
+                ("expected", ctypes.c_char_p), ("algorithm", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
+                ("error", ctypes.c_int), ("skip", ctypes.c_char_p)]
 
 
 _SourceFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Input))

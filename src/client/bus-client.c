@@ -749,7 +749,7 @@ static bool busy_wait_ok(BusClient *c)
         waited = now_usec() - c->busy_since;
         if (!c->busy_said && waited >= BUSY_SAY_USEC) {
                 if (c->read.busy_notice)
-                        c->read.busy_notice(c->busy_reason, c->busy_timeout != UINT64_MAX);
+                        c->read.busy_notice(c->busy_reason, c->busy_timeout != UINT64_MAX, c->read.busy_userdata);
                 c->busy_said = true;
         }
         if (waited < c->busy_timeout)
@@ -1268,7 +1268,7 @@ static int client_setup(BusClient *c)
         if (r >= 0)
                 r = sd_bus_match_signal(bus, &c->s_sig, c->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
                                         NULL, on_signal, c);
-        if (r >= 0 && c->progress && c->progress->enabled)
+        if (r >= 0 && (c->read.watch_progress || (c->progress && c->progress->enabled)))
                 r = sd_bus_match_signal(bus, &c->s_props, c->daemon, NULL, "org.freedesktop.DBus.Properties",
                                         "PropertiesChanged", on_properties, c);
         return r < 0 ? r : 0;

@@ -21,6 +21,9 @@
 struct fhash_client {
         sd_bus *bus;  /* NULL: in-process */
         unsigned flags;
+        char *fallback_reason;  /* why fhashd could not be reached, when hashing in-process instead */
+        void (*busy_notice)(const char *reason, int gives_up, void *userdata);
+        void *notice_userdata;
 };
 
 _printf_(4, 5) static int set_error(fhash_error *e, int r, const char *name, const char *fmt, ...)
@@ -63,11 +66,22 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
         if (!c)
                 return set_error(error, -ENOMEM, NULL, "out of memory");
         c->flags = o.flags;
+        c->busy_notice = o.busy_notice;
+        c->notice_userdata = o.notice_userdata;
         if (!(o.flags & FHASH_CLIENT_LOCAL)) {
                 r = bus_client_open(kinds[o.bus], o.address, &c->bus, &be);
-                if (r < 0 && o.flags & FHASH_CLIENT_NO_FALLBACK) {
-                        free(c);
-                        return set_bus_error(error, -ENOTCONN, &be, "fhashd is not reachable");
+                if (r < 0) {
+                        const char *why = sd_bus_error_is_set(&be) && be.message ? be.message : strerror(-r);
+
+                        if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
+                                free(c);
+                                return set_error(error, -ENOTCONN, be.name, "%s", why);
+                        }
+                        c->fallback_reason = strdup(why);
+                        if (!c->fallback_reason) {
+                                free(c);
+                                return set_error(error, -ENOMEM, NULL, "out of memory");
+                        }
                 }
                 if (r >= 0 && !(o.flags & FHASH_CLIENT_NO_DIRECT))
                         (void)bus_client_open_direct(&c->bus);
@@ -80,6 +94,7 @@ _public_ fhash_client *fhash_client_free(fhash_client *c)
 {
         if (c) {
                 sd_bus_flush_close_unref(c->bus);
+                free(c->fallback_reason);
                 free(c);
         }
         return NULL;
@@ -88,6 +103,11 @@ _public_ fhash_client *fhash_client_free(fhash_client *c)
 _public_ int fhash_client_uses_daemon(const fhash_client *c)
 {
         return c && c->bus;
+}
+
+_public_ const char *fhash_client_get_fallback_reason(const fhash_client *c)
+{
+        return c ? c->fallback_reason : NULL;
 }
 
 typedef struct Delivery {
@@ -99,6 +119,7 @@ static int run_error(const RunResult *r)
 {
         switch (r->status) {
         case RUN_OK:
+        case RUN_SKIPPED:
                 return 0;
         case RUN_MISMATCH:
                 return -EBADMSG;
@@ -122,6 +143,7 @@ static void deliver(const RunItem *item, const RunResult *r, void *userdata)
                 .digest = r->hex[0] ? r->hex : NULL,
                 .error = e,
                 .message = e == 0 ? NULL : r->message ? r->message : run_result_reason(r),
+                .skip = r->status == RUN_SKIPPED ? item->note : NULL,
         };
 
         d->fn(&res, d->userdata);
@@ -154,6 +176,10 @@ struct fhash_run {
         sd_bus_error bus_error;
         BusClient *bus;          /* through fhashd ... */
         LocalRun *local;         /* ... or in this process */
+        HashParams params;       /* length, key, derive-key: the key wiped when the run goes */
+        char *context;           /* params.context's copy */
+        char **notes;            /* skip reasons given by a source, kept for the run (few distinct) */
+        size_t n_notes;
         fhash_source_fn user_next;  /* fhash_run_source(): the caller's inputs */
         void *user_data;
         size_t n_given;          /* inputs given; SIZE_MAX for a source */
@@ -166,6 +192,11 @@ _public_ fhash_run *fhash_run_free(fhash_run *r)
                 bus_client_free(r->bus);
                 run_local_free(r->local);
                 sd_bus_error_free(&r->bus_error);
+                hash_params_wipe(&r->params);
+                free(r->context);
+                for (size_t i = 0; i < r->n_notes; i++)
+                        free(r->notes[i]);
+                free(r->notes);
                 free(r->items);
                 free(r->strings);
                 free(r);
@@ -183,10 +214,60 @@ static const char *put_string(fhash_run *r, size_t *pos, const char *s)
 }
 
 /* A run with its options checked, not started yet. */
+static void busy_notice(const char *reason, bool gives_up, void *userdata)
+{
+        fhash_client *c = userdata;
+
+        c->busy_notice(reason, gives_up, c->notice_userdata);
+}
+
+/* The strategy and the parameters (length, key, derive-key) of o, checked against the algorithm. */
+static int run_read_options(fhash_run *r, const fhash_hash_options *o, fhash_error *error)
+{
+        HashAlgo a = r->algos.algos[0];
+        int k;
+
+        r->ro.strategy = o->strategy ? engine_read_strategy_from_string(o->strategy) : ENGINE_READ_AUTO;
+        if (r->ro.strategy < 0)
+                return set_error(error, -EINVAL, NULL, "strategy \"%s\" is not one of auto, read, mmap, direct",
+                                 o->strategy);
+        if (!o->length_bits && !o->key && !o->derive_key)
+                return 0;
+        if (r->algos.n > 1)
+                return set_error(error, -EINVAL, NULL, "a length, key or derive-key takes one algorithm");
+        if (o->length_bits % 8 != 0)
+                return set_error(error, -EINVAL, NULL, "length_bits must be a multiple of 8, not %u", o->length_bits);
+        r->params.out_len = o->length_bits / 8;
+        if (o->key) {
+                r->params.keyed = true;
+                memcpy(r->params.key, o->key, HASH_KEY_SIZE);
+        }
+        if (o->derive_key) {
+                r->context = strdup(o->derive_key);
+                if (!r->context)
+                        return set_error(error, -ENOMEM, NULL, "out of memory");
+                r->params.context = r->context;
+        }
+        k = hash_params_check(a, &r->params);
+        if (k == -EOPNOTSUPP)
+                return set_error(error, -EINVAL, NULL, "%s takes no %s", hash_algo_to_string(a),
+                                 r->params.out_len && !(hash_algo_params(a) & HASH_PARAM_LENGTH) ? "length"
+                                 : r->params.keyed && !(hash_algo_params(a) & HASH_PARAM_KEY) ? "key"
+                                                                                              : "derive-key");
+        if (k == -ERANGE)
+                return set_error(error, -EINVAL, NULL, "%s digests are at most %zu bits", hash_algo_to_string(a),
+                                 hash_algo_digest_max(a) * 8);
+        if (k < 0)
+                return set_error(error, -EINVAL, NULL, "a key and a derive-key context exclude each other");
+        r->ro.params = &r->params;
+        return 0;
+}
+
 static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_result_fn fn, void *userdata, fhash_run **ret,
                    fhash_error *error)
 {
         fhash_run *r;
+        int k;
 
         if (!c || !fn || !ret)
                 return set_error(error, -EINVAL, NULL, "fhash: invalid arguments");
@@ -200,7 +281,14 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_result_fn
         }
         r->client = c;
         r->ro = (RunReadOptions){ .dontcache = o->flags & FHASH_HASH_DONTCACHE,
-                                  .algos = r->algos.n > 1 ? &r->algos : NULL };
+                                  .algos = r->algos.n > 1 ? &r->algos : NULL,
+                                  .watch_progress = o->flags & FHASH_HASH_PROGRESS,
+                                  .busy_notice = c->busy_notice ? busy_notice : NULL, .busy_userdata = c };
+        k = run_read_options(r, o, error);
+        if (k < 0) {
+                fhash_run_free(r);
+                return k;
+        }
         r->delivery = (Delivery){ .fn = fn, .userdata = userdata };
         progress_init(&r->progress, PROGRESS_OFF, -1);
         *ret = r;
@@ -277,6 +365,22 @@ static int run_start(fhash_client *c, const char *const *paths, const int *fds, 
         return run_begin(r, ret, error);
 }
 
+/* A source's skip reason, kept for the run: items only point at theirs. */
+static const char *intern_note(fhash_run *r, const char *s)
+{
+        char **nn;
+
+        for (size_t i = 0; i < r->n_notes; i++)
+                if (streq(r->notes[i], s))
+                        return r->notes[i];
+        nn = reallocarray(r->notes, r->n_notes + 1, sizeof(char *));
+        if (!nn)
+                return NULL;
+        r->notes = nn;
+        r->notes[r->n_notes] = strdup(s);
+        return r->notes[r->n_notes] ? r->notes[r->n_notes++] : NULL;
+}
+
 /* RunSource over the caller's fhash_source_fn: an input it gives that cannot be hashed as given (an
  * expected digest of the wrong form, neither path nor fd) becomes a result with -EINVAL in its place. */
 static int source_next(void *userdata, RunItem *ret)
@@ -288,14 +392,36 @@ static int source_next(void *userdata, RunItem *ret)
         if (k <= 0)
                 return k;
         *ret = (RunItem){ .name = in.name ? in.name : in.path ? in.path : "", .has_fd = !in.path && in.fd >= 0,
-                          .fd = in.fd, .algo = r->algos.algos[0], .expected = in.expected && in.expected[0] ? in.expected : NULL };
+                          .fd = in.fd, .algo = r->algos.algos[0], .expected = in.expected && in.expected[0] ? in.expected : NULL,
+                          .error = in.error < 0 ? in.error : 0 };
         ret->path = in.path ? in.path : ret->name;
+        if (in.skip) {
+                ret->note = intern_note(r, in.skip);
+                if (!ret->note)
+                        return -ENOMEM;
+                return 1;
+        }
+        if (ret->error < 0)
+                return 1;
+        if (in.algorithm) {
+                /* Its own algorithm (a manifest line's): one name, not with the options' set. */
+                ret->algo = r->algos.n > 1 ? _HASH_ALGO_INVALID : hash_algo_from_string(in.algorithm);
+                if (ret->algo < 0) {
+                        ret->algo = r->algos.algos[0];
+                        ret->error = -EINVAL;
+                }
+        }
+        ret->out_len = in.length_bits / 8;
+        if (in.length_bits % 8 != 0 ||
+            (ret->out_len && hash_params_digest_size(ret->algo, &(HashParams){ .out_len = ret->out_len }) != ret->out_len))
+                ret->error = -EINVAL;
         if ((!in.path && in.fd < 0) ||
             (ret->expected && (r->algos.n > 1 ? !hash_set_hex_valid(&r->algos, ret->expected)
-                                              : strlen(ret->expected) != 2 * hash_algo_digest_size(r->algos.algos[0])))) {
+                                              : strlen(ret->expected) != 2 * (ret->out_len ? ret->out_len
+                                                                                           : hash_algo_digest_size(ret->algo)))))
                 ret->error = -EINVAL;
+        if (ret->error < 0)
                 ret->expected = NULL;
-        }
         return 1;
 }
 
@@ -389,7 +515,7 @@ _public_ int fhash_run_get_progress(fhash_run *r, fhash_progress *ret)
                 bus_client_get_progress(r->bus, &s);
         else
                 run_local_get_progress(r->local, &s);
-        *ret = (fhash_progress){ .files_done = s.files_done,
+        *ret = (fhash_progress){ .files_done = s.files_done, .complete = !s.open_ended,
                                  .files_total = r->n_given == SIZE_MAX ? s.files_total : r->n_given,
                                  .bytes_done = s.bytes_done, .bytes_total = MAX(s.bytes_total, s.bytes_done) };
         return 0;

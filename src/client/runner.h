@@ -133,7 +133,9 @@ typedef struct RunReadOptions {
         const HashAlgoSet *algos;
         /* Through fhashd: told once when fhashd has answered Busy for a second and more (fhashctl
          * says so on stderr); NULL: nothing is said. A library says nothing of its own. */
-        void (*busy_notice)(const char *reason, bool gives_up_later);
+        void (*busy_notice)(const char *reason, bool gives_up_later, void *userdata);
+        void *busy_userdata;
+        bool watch_progress;          /* through fhashd: follow the jobs' BytesDone for progress */
 } RunReadOptions;
 
 /* Hashes in this process with the engine, read as ro says, while pulling items from source: they go

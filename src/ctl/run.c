@@ -10,7 +10,7 @@
 
 /* Runs the items of source through fhashd or in-process, per the options, hashing while the source
  * still produces them. Returns 0, or -errno after saying why. */
-static void say_busy(const char *reason, bool gives_up_later)
+static void say_busy(const char *reason, bool gives_up_later, void *userdata)
 {
         ctl_err("fhashd is busy (%s); waiting%s", reason, gives_up_later ? " (FHASHCTL_BUSY_TIMEOUT)" : "");
 }
