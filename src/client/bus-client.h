@@ -9,10 +9,6 @@
 #include "client/runner.h"
 #include "protocol/bus.h"
 
-/* Connects and pings fhashd (which D-Bus-activates it where it is activatable). -errno with error set
- * to the bus's reason when there is no bus or nobody owns org.fhash.Hasher1. */
-int bus_client_open(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error);
-
 /*
  * Swaps *bus for a direct connection to fhashd (its OpenConnection(): a socketpair with a private
  * D-Bus connection, so that fds do not pass through dbus-daemon) and closes the bus connection.
@@ -56,14 +52,3 @@ sd_bus *bus_client_get_bus(BusClient *c);
 /* Files and bytes done so far, and the totals known. */
 void bus_client_get_progress(BusClient *c, ProgressState *ret);
 BusClient *bus_client_free(BusClient *c);
-
-/* The manager's properties, "Name: value" lines. */
-int bus_client_status(sd_bus *bus, FILE *f, sd_bus_error *error);
-/* One line per job of ours: path, state, algorithm, files and bytes done/total. */
-int bus_client_list_jobs(sd_bus *bus, FILE *f, sd_bus_error *error);
-/* job: a full object path or the id after FHASH_JOB_PATH_PREFIX "/". */
-/* Cancels JOB (an id or an object path): >= 0 once fhashd took it, or -errno with error set. */
-int bus_client_cancel(sd_bus *bus, const char *job, sd_bus_error *error);
-/* Follows a job's properties until it ends; draws progress; writes the final state to f.
- * Returns 0 if the job ended "done", 1 otherwise, or -errno. */
-int bus_client_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, sd_bus_error *error);

@@ -69,7 +69,7 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
         c->busy_notice = o.busy_notice;
         c->notice_userdata = o.notice_userdata;
         if (!(o.flags & FHASH_CLIENT_LOCAL)) {
-                r = bus_client_open(kinds[o.bus], o.address, &c->bus, &be);
+                r = bus_open_fhashd(kinds[o.bus], o.address, &c->bus, &be);
                 if (r < 0) {
                         const char *why = sd_bus_error_is_set(&be) && be.message ? be.message : strerror(-r);
 
@@ -395,6 +395,16 @@ static int source_next(void *userdata, RunItem *ret)
                           .fd = in.fd, .algo = r->algos.algos[0], .expected = in.expected && in.expected[0] ? in.expected : NULL,
                           .error = in.error < 0 ? in.error : 0 };
         ret->path = in.path ? in.path : ret->name;
+        if (in.algorithm) {
+                /* Its own algorithm (a manifest line's): one name, not with the options' set. Skips
+                 * and errors keep theirs too: an item between two of one algorithm does not split
+                 * their job. */
+                ret->algo = r->algos.n > 1 ? _HASH_ALGO_INVALID : hash_algo_from_string(in.algorithm);
+                if (ret->algo < 0) {
+                        ret->algo = r->algos.algos[0];
+                        ret->error = -EINVAL;
+                }
+        }
         if (in.skip) {
                 ret->note = intern_note(r, in.skip);
                 if (!ret->note)
@@ -403,14 +413,6 @@ static int source_next(void *userdata, RunItem *ret)
         }
         if (ret->error < 0)
                 return 1;
-        if (in.algorithm) {
-                /* Its own algorithm (a manifest line's): one name, not with the options' set. */
-                ret->algo = r->algos.n > 1 ? _HASH_ALGO_INVALID : hash_algo_from_string(in.algorithm);
-                if (ret->algo < 0) {
-                        ret->algo = r->algos.algos[0];
-                        ret->error = -EINVAL;
-                }
-        }
         ret->out_len = in.length_bits / 8;
         if (in.length_bits % 8 != 0 ||
             (ret->out_len && hash_params_digest_size(ret->algo, &(HashParams){ .out_len = ret->out_len }) != ret->out_len))

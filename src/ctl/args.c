@@ -321,9 +321,10 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                         a->address = c == ARG_ADDRESS ? optarg : NULL;
                         break;
                 case ARG_IO:
-                        a->io = engine_read_strategy_from_string(optarg);
-                        if (a->io < 0)
+                        if (!streq(optarg, "auto") && !streq(optarg, "read") && !streq(optarg, "mmap") &&
+                            !streq(optarg, "direct"))
                                 return bad_usage("--io: \"%s\" is not one of auto, read, mmap, direct", optarg);
+                        a->io = optarg;
                         break;
                 case ARG_VERSION:
                         printf("fhashctl %s\n", FHASH_VERSION);

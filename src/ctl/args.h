@@ -34,7 +34,7 @@ typedef struct Args {
         bool help;                     /* -h, --help: help for the verb, or the global help */
         bool no_cache;
         bool update;                   /* audit --update */
-        EngineReadStrategy io;
+        const char *io;                /* --io: auto, read, mmap or direct; NULL: auto */
         char **rest;
         size_t n_rest;
 } Args;

@@ -153,7 +153,7 @@ static void audit_result(const RunItem *item, const RunResult *r, void *userdata
         }
         l = find_name(au, item->name);
         if (r->status != RUN_OK) {
-                const char *why = r->message ?: run_result_reason(r);
+                const char *why = r->message ? r->message : "failed";
                 _cleanup_free_ char *q = NULL;
 
                 au->unreadable++;

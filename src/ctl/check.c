@@ -283,11 +283,11 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
         default:
                 s->unreadable++;
                 if (a->json) {
-                        check_json(item, r, "unreadable", r->message ?: run_result_reason(r));
+                        check_json(item, r, "unreadable", r->message ? r->message : "failed");
                         return;
                 }
                 /* coreutils names the unreadable file even with --status. */
-                ctl_err_name(item->name, r->message ?: run_result_reason(r));
+                ctl_err_name(item->name, r->message ? r->message : "failed");
                 if (a->status)
                         return;
                 verdict = "FAILED open or read";

@@ -11,7 +11,7 @@
 #include "basic/macro.h"
 #include "ctl/args.h"
 #include "ctl/audit.h"
-#include "client/bus-client.h"
+#include "ctl/bus-verbs.h"
 #include "ctl/check.h"
 #include "ctl/ctl.h"
 #include "ctl/output.h"
@@ -68,7 +68,7 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
                 return;
         }
         s->failed++;
-        const char *reason = r->message ?: run_result_reason(r);
+        const char *reason = r->message ? r->message : "failed";
         if (a->json && a->algos.n > 1)
                 (void)output_write_json_set_result(stdout, item->name, &a->algos, NULL, 0, reason, NULL);
         else if (a->json)
@@ -183,24 +183,24 @@ static int verb_bus(Args *a)
         if (needs_job ? a->n_rest != 1 : a->n_rest != 0)
                 return ctl_usage_error("%s: %s", a->verb, needs_job ? "expects one JOB" : "takes no arguments");
 
-        r = bus_client_open(a->bus_kind, a->address, &bus, &error);
+        r = bus_open_fhashd(a->bus_kind, a->address, &bus, &error);
         if (r < 0) {
                 ctl_err("cannot reach fhashd: %s",
                     sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
                 return CTL_EXIT_FAILED;
         }
         if (streq(a->verb, "status"))
-                r = bus_client_status(bus, stdout, &error);
+                r = ctl_bus_status(bus, stdout, &error);
         else if (streq(a->verb, "jobs"))
-                r = bus_client_list_jobs(bus, stdout, &error);
+                r = ctl_bus_list_jobs(bus, stdout, &error);
         else if (streq(a->verb, "cancel")) {
                 /* sd_bus_call_method() returns 1 on success: no verdict to carry. */
-                r = bus_client_cancel(bus, a->rest[0], &error);
+                r = ctl_bus_cancel(bus, a->rest[0], &error);
                 r = MIN(r, 0);
         }
         else {
                 progress_init(&progress, a->progress == PROGRESS_OFF ? PROGRESS_OFF : PROGRESS_ON, STDERR_FILENO);
-                r = bus_client_watch(bus, a->rest[0], &progress, stdout, &error);
+                r = ctl_bus_watch(bus, a->rest[0], &progress, stdout, &error);
         }
         if (r < 0) {
                 ctl_err("%s: %s", a->verb, sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));

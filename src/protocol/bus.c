@@ -3,6 +3,7 @@
 
 #include "basic/macro.h"
 #include "basic/string-table.h"
+#include "fhash/fhash-dbus.h"
 #include "protocol/bus.h"
 
 static const char *const bus_kind_table[] = {
@@ -49,6 +50,25 @@ int bus_open(BusKind kind, const char *address, const char *description, sd_bus 
         default:
                 return -EINVAL;
         }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        r = bus_open(kind, address, NULL, &bus);
+        if (r < 0)
+                return r;
+
+        /* A Ping through the name starts fhashd where it is D-Bus activatable, and tells us at once
+         * (ServiceUnknown / NameHasNoOwner) when it is not there, so that the caller can fall back. */
+        r = sd_bus_call_method(bus, FHASH_BUS_NAME, FHASH_MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+                               error, NULL, NULL);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(bus);

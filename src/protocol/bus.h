@@ -15,6 +15,10 @@ typedef enum BusKind {
  * negotiated and description set (may be NULL), and started. -errno as sd-bus gives it. */
 int bus_open(BusKind kind, const char *address, const char *description, sd_bus **ret);
 
+/* Connects and pings fhashd (which D-Bus-activates it where it is activatable). -errno with error set
+ * to the bus's reason when there is no bus or nobody owns org.fhash.Hasher1. */
+int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error);
+
 /* fhashd's and fhashctl's --system, --user and --address, for a struct option table. */
 #define BUS_KIND_OPTIONS(system_val, user_val, address_val)                                                \
         { "system", no_argument, NULL, (system_val) }, { "user", no_argument, NULL, (user_val) },          \

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-verbs.h: fhashctl's jobs, watch, cancel and status: fhashd's properties and jobs, printed */
+#pragma once
+
+#include <stdio.h>
+#include <systemd/sd-bus.h>
+
+#include "client/progress.h"
+
+/* The manager's properties, "Name: value" lines. */
+int ctl_bus_status(sd_bus *bus, FILE *f, sd_bus_error *error);
+/* One line per job of ours: path, state, algorithm, files and bytes done/total. */
+int ctl_bus_list_jobs(sd_bus *bus, FILE *f, sd_bus_error *error);
+/* job: a full object path or the id after FHASH_JOB_PATH_PREFIX "/". */
+/* Cancels JOB (an id or an object path): >= 0 once fhashd took it, or -errno with error set. */
+int ctl_bus_cancel(sd_bus *bus, const char *job, sd_bus_error *error);
+/* Follows a job's properties until it ends; draws progress; writes the final state to f.
+ * Returns 0 if the job ended "done", 1 otherwise, or -errno. */
+int ctl_bus_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, sd_bus_error *error);
