@@ -113,6 +113,7 @@ typedef struct fhash_hash_options {
         unsigned length_bits;
         const uint8_t *key;
         const char *derive_key;
+        uint64_t max_size;            /* a file past this many bytes fails with -EFBIG; 0: no limit */
 } fhash_hash_options;
 
 /* Hashes n files by path (relative paths from the current directory; "-" is standard input),

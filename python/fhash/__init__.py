@@ -47,7 +47,8 @@ class _Result(ctypes.Structure):
 class _HashOptions(ctypes.Structure):
     _fields_ = [("algorithm", ctypes.c_char_p), ("expected", ctypes.POINTER(ctypes.c_char_p)),
                 ("flags", ctypes.c_uint), ("strategy", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
-                ("key", ctypes.POINTER(ctypes.c_uint8)), ("derive_key", ctypes.c_char_p)]
+                ("key", ctypes.POINTER(ctypes.c_uint8)), ("derive_key", ctypes.c_char_p),
+                ("max_size", ctypes.c_uint64)]
 
 
 _ResultFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Result), ctypes.c_void_p)
@@ -220,13 +221,14 @@ class Client:
         return self._handle
 
     def hash(self, paths: Iterable[PathLike], algo: str = "sha256",
-             expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
+             expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
+             max_size: int = 0) -> List[Result]:
         """Hashes the files (blocking) and returns a Result per file, in order. algo may join up to four
         algorithms with ',' (each file is read once); digests are then joined by ',' too."""
         names = [os.fsencode(p) for p in paths]
         arr = (ctypes.c_char_p * max(1, len(names)))(*names)
         return self._run(lambda *a: _lib.fhash_hash_paths(self._check(), arr, len(names), *a), len(names), algo,
-                         expected, dontcache)
+                         expected, dontcache, max_size)
 
     def hash_files(self, files: Iterable, names: Optional[Sequence[Optional[str]]] = None, algo: str = "sha256",
                    expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
@@ -241,14 +243,14 @@ class Client:
             self._check(), arr, ctypes.cast(labels, ctypes.POINTER(ctypes.c_char_p)) if labels else None, len(fds),
             *a), len(fds), algo, expected, dontcache)
 
-    def _run(self, call, n, algo, expected, dontcache) -> List[Result]:
+    def _run(self, call, n, algo, expected, dontcache, max_size=0) -> List[Result]:
         if expected is not None and len(expected) != n:
             raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {n} files")
         exp = None
         if expected is not None:
             exp = (ctypes.c_char_p * max(1, n))(*[(e or "").encode() for e in expected])
         opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
-                            _HASH_DONTCACHE if dontcache else 0)
+                            _HASH_DONTCACHE if dontcache else 0, max_size=max_size)
         results: List[Result] = []
 
         def on_result(r, _):

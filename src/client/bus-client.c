@@ -617,8 +617,9 @@ static int call_send(BusClient *c, BusCall *call, int fds[])
                         r = append_strv_option(m, "expected", call, item_expected);
                 /* fhashd hashes a pipe or device only under an explicit size cap; the user asked for
                  * this stream (e.g. '-'), so the cap is "no limit" as sha256sum has none. */
-                if (r >= 0 && call->stream)
-                        r = sd_bus_message_append(m, "{sv}", "max-size", "t", UINT64_MAX);
+                if (r >= 0 && call->kind == CALL_HASH_FDS && (call->stream || c->read.max_size > 0))
+                        r = sd_bus_message_append(m, "{sv}", "max-size", "t",
+                                                  c->read.max_size > 0 ? c->read.max_size : UINT64_MAX);
                 if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.dontcache)
                         r = sd_bus_message_append(m, "{sv}", "dontcache", "b", 1);
                 if (r >= 0 && call->kind == CALL_HASH_FDS && c->read.strategy != ENGINE_READ_AUTO)

@@ -351,6 +351,7 @@ static int local_add(LocalRun *run, const RunItem *it, size_t i)
                 b->out_len = it->out_len;
                 r = engine_job_new(run->e, a,
                                    &(EngineJobOptions){ .dontcache = run->read->dontcache,
+                                                        .max_file_size = run->read->max_size,
                                                         .strategy = run->read->strategy,
                                                         .params = it->out_len ? &len : run->read->params,
                                                         .algos = run->read->algos },

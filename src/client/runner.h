@@ -136,6 +136,7 @@ typedef struct RunReadOptions {
         void (*busy_notice)(const char *reason, bool gives_up_later, void *userdata);
         void *busy_userdata;
         bool watch_progress;          /* through fhashd: follow the jobs' BytesDone for progress */
+        uint64_t max_size;            /* a file past this many bytes fails (-EFBIG); 0: no limit */
 } RunReadOptions;
 
 /* Hashes in this process with the engine, read as ro says, while pulling items from source: they go

@@ -114,6 +114,10 @@ def test_python_module(mod, address, files, tmp):
             ft.fail("an unknown algorithm was accepted")
         except mod.InvalidArgs as e:
             ft.check(e.errno == errno.EINVAL and "sha257" in e.message, f"unknown algorithm: {e.message}")
+        big = max(files, key=os.path.getsize)
+        res = c.hash([big, files[1]], max_size=100)
+        ft.check(res[0].error == errno.EFBIG and (res[1].ok or os.path.getsize(files[1]) > 100),
+                 f"max_size through fhashd: {res}")
         res, ticks = asyncio.run(async_with_ticker(c, files))
         ft.check(len(res) == len(files) and all(r.ok and len(r.digest) == 64 for r in res) and
                  [r.name for r in res] == files, f"hash_async: {res[:3]}")
@@ -146,8 +150,14 @@ def test_python_module(mod, address, files, tmp):
                      f"hash_files pipe: {res[1]}")
             ft.check(f.tell() == 3 and os.fstat(r) is not None, "the caller's file moved or was closed")
             os.close(r)
+    with mod.Client(address=address, fallback=False, direct=False) as c:
+        res = c.hash(files[:50])
+        ft.check(c.uses_daemon and all(r.ok for r in res) and
+                 res[3].digest == hashlib.sha256(open(files[3], "rb").read()).hexdigest(), f"direct=False: {res[:2]}")
     with mod.Client(local=True) as c:
         ft.check(not c.uses_daemon, "Client(local=True) uses fhashd")
+        res = c.hash([max(files, key=os.path.getsize)], max_size=100)
+        ft.check(res[0].error == errno.EFBIG, f"max_size in-process: {res}")
         res, _ = asyncio.run(async_with_ticker(c, files[:20]))
         ft.check(len(res) == 20 and all(r.ok for r in res), f"hash_async in-process: {res[:3]}")
         with open(files[1], "rb") as f:
@@ -165,6 +175,12 @@ def test_python_module(mod, address, files, tmp):
     ft.check("sha256" in mod.algorithms() and "blake3" in mod.algorithms() and mod.version(), "algorithms/version")
     ft.log("ok: the Python module: daemon and local, algorithm sets, expected, errors, asyncio, fallback")
 
+
+ACTIVATED = """
+import sys, fhash
+with fhash.Client(address=sys.argv[1], fallback=False) as c:
+    print(c.uses_daemon, c.hash([sys.argv[2]])[0].digest)
+"""
 
 KILLED = """
 import os, sys, fhash
@@ -265,6 +281,17 @@ def main():
             ft.fail("fhash_hash_fds() still waits 20 s after fhashd was killed")
         ft.check(child.returncode == 3 and out.startswith("ERR"), f"killed fhashd: rc {child.returncode}, {out!r}")
         ft.log(f"ok: fhashd killed mid-run: the library call fails ({out.strip()})")
+        # A bus that activates fhashd when the library first asks for it.
+        services = os.path.join(tmp, "services")
+        os.makedirs(services)
+        with open(os.path.join(services, "org.fhash.Hasher1.service"), "w") as f:
+            f.write(f"[D-BUS Service]\nName={ft.BUS_NAME}\nExec={ft.fhashd_path()} --workers 1 --idle-exit 5\n")
+        with ft.Bus(servicedir=services) as abus:
+            r = subprocess.run(["/usr/bin/python3", "-c", ACTIVATED, abus.address, os.path.join(tmp, files[2])],
+                               env=python_env(), capture_output=True, text=True, timeout=60)
+            ft.check(r.returncode == 0 and r.stdout.split() == ["True", ft.sha256_file(os.path.join(tmp, files[2]))],
+                     f"activation: {r.stdout} {r.stderr[-300:]}")
+        ft.log("ok: the library activates fhashd on a bus that can start it")
         # No fhashd on this bus: the examples hash in-process and print the same.
         same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ), "hash-files in-process")
         same_as_sha256sum([EXAMPLE_ASYNC, "--address", bus.address], files, tmp, dict(os.environ),
