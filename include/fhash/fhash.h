@@ -194,6 +194,10 @@ typedef struct fhash_progress {
 
 /* Where the run is: 0, or -EINVAL. */
 int fhash_run_get_progress(fhash_run *r, fhash_progress *ret);
+/* Stops the run: files being hashed end with -ECANCELED (fhashd's jobs are cancelled), and inputs not
+ * handed over yet get -ECANCELED results too; fhash_run_process() goes on until every input has its
+ * result (a file already hashed or nearly may still come back with its digest). 0, or -EINVAL. */
+int fhash_run_cancel(fhash_run *r);
 /* Frees the run; one not finished is abandoned (fhashd cancels its jobs when the client goes). */
 fhash_run *fhash_run_free(fhash_run *r);
 

@@ -23,7 +23,7 @@ import os
 import time
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Union
 
-__all__ = ["Client", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
+__all__ = ["Client", "Run", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
            "version"]
 
 _lib = ctypes.CDLL(os.environ.get("FHASH_LIBRARY") or "libfhash.so.0")
@@ -86,6 +86,8 @@ class _Progress(ctypes.Structure):
 
 _lib.fhash_run_get_progress.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Progress)]
 _lib.fhash_run_get_progress.restype = ctypes.c_int
+_lib.fhash_run_cancel.argtypes = [ctypes.c_void_p]
+_lib.fhash_run_cancel.restype = ctypes.c_int
 _lib.fhash_run_free.argtypes = [ctypes.c_void_p]
 _lib.fhash_run_free.restype = ctypes.c_void_p
 class _Input(ctypes.Structure):
@@ -193,6 +195,75 @@ async def _ready(loop, fd: int, events: int, deadline_usec: int):
     finally:
         for remove in watched:
             remove(fd)
+
+
+class Run:
+    """A run started by Client.start(): results accumulate in .results, in order, as process()
+    delivers them."""
+
+    def __init__(self, client, paths, algo, expected, dontcache):
+        names = [os.fsencode(p) for p in paths]
+        if expected is not None and len(expected) != len(names):
+            raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
+        arr = (ctypes.c_char_p * max(1, len(names)))(*names)
+        exp = (ctypes.c_char_p * max(1, len(names)))(*[(e or "").encode() for e in expected]) if expected else None
+        opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
+                            _HASH_DONTCACHE if dontcache else 0)
+        self.results: List[Result] = []
+        self._cb = _ResultFn(lambda r, _: self.results.append(_result(r.contents)))
+        self._handle, err = ctypes.c_void_p(), _Error()
+        if _lib.fhash_run_paths(client._check(), arr, len(names), ctypes.byref(opts), self._cb, None,
+                                ctypes.byref(self._handle), ctypes.byref(err)) < 0:
+            self._handle = None
+            _raise(err)
+
+    def process(self) -> bool:
+        """Does what is ready without blocking: True while the run goes on."""
+        err = _Error()
+        k = _lib.fhash_run_process(self._handle, ctypes.byref(err))
+        if k < 0:
+            _raise(err)
+        return k > 0
+
+    @property
+    def fd(self) -> int:
+        return _lib.fhash_run_get_fd(self._handle)
+
+    @property
+    def events(self) -> int:
+        return _lib.fhash_run_get_events(self._handle)
+
+    @property
+    def timeout(self) -> int:
+        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest."""
+        return _lib.fhash_run_get_timeout(self._handle)
+
+    def progress(self):
+        """(files_done, files_total, bytes_done, bytes_total)."""
+        p = _Progress()
+        _lib.fhash_run_get_progress(self._handle, ctypes.byref(p))
+        return (p.files_done, p.files_total, p.bytes_done, p.bytes_total)
+
+    def cancel(self):
+        """Files not done end with ECANCELED; go on calling process() until it returns False."""
+        _lib.fhash_run_cancel(self._handle)
+
+    def close(self):
+        if self._handle:
+            _lib.fhash_run_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.close()
+
+
+def _wait(run: Run):
+    """Blocks until the run's fd is ready or its timeout passes."""
+    import select
+    p = select.poll()
+    if run.fd >= 0:
+        p.register(run.fd, run.events)
+    p.poll(max(0, int((run.timeout / 1e6 - time.monotonic()) * 1000)))
 
 
 class Client:
@@ -304,44 +375,39 @@ class Client:
             _raise(err)
         return results
 
+    def start(self, paths: Iterable[PathLike], algo: str = "sha256",
+              expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> "Run":
+        """Starts hashing without waiting: a Run for the caller's own event loop (poll run.fd for
+        run.events until run.timeout, then run.process()). hash_async() is this on asyncio."""
+        return Run(self, paths, algo, expected, dontcache)
+
     async def hash_async(self, paths: Iterable[PathLike], algo: str = "sha256",
                          expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
                          on_progress=None) -> List[Result]:
         """hash() on the running asyncio loop: libfhash's run is driven from the loop's own fd
         watching (fhash_run_*), so the loop goes on meanwhile and no thread is used. on_progress, if
         given, is called as on_progress(files_done, files_total, bytes_done, bytes_total) whenever
-        the run has moved, and once at the end."""
-        names = [os.fsencode(p) for p in paths]
-        if expected is not None and len(expected) != len(names):
-            raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
-        arr = (ctypes.c_char_p * max(1, len(names)))(*names)
-        exp = (ctypes.c_char_p * max(1, len(names)))(*[(e or "").encode() for e in expected]) if expected else None
-        opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
-                            _HASH_DONTCACHE if dontcache else 0)
-        results: List[Result] = []
-        cb = _ResultFn(lambda r, _: results.append(_result(r.contents)))
-        run, err = ctypes.c_void_p(), _Error()
-        if _lib.fhash_run_paths(self._check(), arr, len(names), ctypes.byref(opts), cb, None, ctypes.byref(run),
-                                ctypes.byref(err)) < 0:
-            _raise(err)
+        the run has moved, and once at the end. Cancelling the task cancels the run (fhashd's jobs
+        too) before CancelledError goes on."""
+        run = self.start(paths, algo, expected, dontcache)
         loop = asyncio.get_running_loop()
-        progress, last = _Progress(), None
+        last = None
         try:
             while True:
-                k = _lib.fhash_run_process(run, ctypes.byref(err))
-                if k < 0:
-                    _raise(err)
-                if on_progress and _lib.fhash_run_get_progress(run, ctypes.byref(progress)) == 0:
-                    now = (progress.files_done, progress.files_total, progress.bytes_done, progress.bytes_total)
-                    if now != last:
-                        on_progress(*now)
-                        last = now
-                if k == 0:
-                    return results
-                await _ready(loop, _lib.fhash_run_get_fd(run), _lib.fhash_run_get_events(run),
-                             _lib.fhash_run_get_timeout(run))
+                going = run.process()
+                if on_progress and run.progress() != last:
+                    last = run.progress()
+                    on_progress(*last)
+                if not going:
+                    return run.results
+                await _ready(loop, run.fd, run.events, run.timeout)
+        except asyncio.CancelledError:
+            run.cancel()
+            while run.process():
+                _wait(run)
+            raise
         finally:
-            _lib.fhash_run_free(run)
+            run.close()
 
     def close(self):
         if self._handle:

@@ -1335,6 +1335,18 @@ int bus_client_step(BusClient *c, uint64_t timeout_usec)
         return r;
 }
 
+void bus_client_cancel_run(BusClient *c)
+{
+        /* fhashd cancels the jobs it has (their files come back cancelled); what is not sent yet is
+         * answered cancelled here (cancel_rest()). Files in calls not answered yet may still be
+         * hashed. */
+        for (ClientJob *j = c->jobs; j; j = j->next)
+                if (j->path && !j->finished)
+                        (void)sd_bus_call_method_async(c->bus, NULL, c->dest, j->path, FHASH_JOB_INTERFACE, "Cancel",
+                                                       NULL, NULL, NULL);
+        c->stop = true;
+}
+
 sd_bus *bus_client_get_bus(BusClient *c)
 {
         return c->bus;

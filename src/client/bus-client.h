@@ -49,6 +49,9 @@ int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions 
                      void *userdata, Progress *progress, sd_bus_error *error, BusClient **ret);
 int bus_client_step(BusClient *c, uint64_t timeout_usec);
 sd_bus *bus_client_get_bus(BusClient *c);
+/* Stops the run: fhashd's jobs are cancelled, the rest of the source is answered cancelled; step
+ * goes on until every item is delivered. */
+void bus_client_cancel_run(BusClient *c);
 /* Files and bytes done so far, and the totals known. */
 void bus_client_get_progress(BusClient *c, ProgressState *ret);
 BusClient *bus_client_free(BusClient *c);

@@ -524,6 +524,17 @@ _public_ int fhash_run_get_progress(fhash_run *r, fhash_progress *ret)
         return 0;
 }
 
+_public_ int fhash_run_cancel(fhash_run *r)
+{
+        if (!r)
+                return -EINVAL;
+        if (r->bus)
+                bus_client_cancel_run(r->bus);
+        else
+                run_local_cancel(r->local);
+        return 0;
+}
+
 _public_ int fhash_run_process(fhash_run *r, fhash_error *error)
 {
         if (!r)

@@ -216,6 +216,7 @@ struct LocalRun {
         RunOrder order;
         Progress *progress;
         bool done;                            /* every item delivered */
+        bool cancelled;                       /* run_local_cancel(): nothing more is hashed */
         const RunReadOptions *read;
         Engine *e;                            /* made when the first file needs it */
         LocalBatch *filling[_HASH_ALGO_MAX];  /* not started yet */
@@ -442,6 +443,10 @@ static int local_fill(LocalRun *run)
                 it = run_order_item(&run->order, i);
                 if (run_item_preset(it, i, &pre))
                         run_order_put(&run->order, &pre);
+                else if (run->cancelled)
+                        /* After a cancel the rest of the source is answered, not hashed. */
+                        run_order_put(&run->order, &(RunResult){ .index = i, .status = RUN_CANCELLED,
+                                                                 .error = -ECANCELED });
                 else {
                         /* A copy: clang-tidy 14 loses the ring (and reports it leaked) when a
                          * pointer into it goes to a function it does not inline. */
@@ -501,6 +506,13 @@ int run_local_step(LocalRun *run, uint64_t timeout_usec)
                 return r;
         local_progress(run, run->progress);
         return 1;
+}
+
+void run_local_cancel(LocalRun *run)
+{
+        run->cancelled = true;
+        for (LocalBatch *b = run->running; b; b = b->next)
+                engine_job_cancel(b->job);
 }
 
 int run_local_get_fd(LocalRun *run)

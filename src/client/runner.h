@@ -157,5 +157,8 @@ int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn
                   Progress *progress, LocalRun **ret);
 int run_local_step(LocalRun *run, uint64_t timeout_usec);
 int run_local_get_fd(LocalRun *run);
+/* Stops hashing: files being hashed end cancelled, and the rest of the source is answered cancelled
+ * as it is pulled; step goes on until every item is delivered. */
+void run_local_cancel(LocalRun *run);
 void run_local_get_progress(LocalRun *run, ProgressState *ret);
 LocalRun *run_local_free(LocalRun *run);

@@ -150,6 +150,41 @@ def test_python_module(mod, address, files, tmp):
                      f"hash_files pipe: {res[1]}")
             ft.check(f.tell() == 3 and os.fstat(r) is not None, "the caller's file moved or was closed")
             os.close(r)
+    # Cancel: a run stuck behind a FIFO that never gets data (its writer holds it open) ends at
+    # once, every file with a result; an asyncio task cancelled does the same and raises.
+    fifo = os.path.join(tmp, "fifo")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    holder = os.open(fifo, os.O_RDWR)
+    for kw in ({"address": address, "fallback": False}, {"local": True}):
+        with mod.Client(**kw) as c:
+            run = c.start([fifo, files[1]])
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 0.5:
+                run.process()
+                time.sleep(0.02)
+            run.cancel()
+            t0 = time.monotonic()
+            while run.process():
+                mod._wait(run)
+                ft.check(time.monotonic() - t0 < 10, f"{kw}: the run did not end 10 s after cancel")
+            res = run.results
+            run.close()
+            ft.check(len(res) == 2 and res[0].error == errno.ECANCELED and (res[1].ok or res[1].error == errno.ECANCELED),
+                     f"{kw}: after cancel: {res}")
+
+            async def cancelled_task():
+                task = asyncio.ensure_future(c.hash_async([fifo]))
+                await asyncio.sleep(0.3)
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    return True
+                return False
+            ft.check(asyncio.run(asyncio.wait_for(cancelled_task(), 10)), f"{kw}: hash_async not cancelled")
+            ft.check(c.hash(files[:1])[0].ok, f"{kw}: the client after a cancel")
+    os.close(holder)
     with mod.Client(address=address, fallback=False, direct=False) as c:
         res = c.hash(files[:50])
         ft.check(c.uses_daemon and all(r.ok for r in res) and
