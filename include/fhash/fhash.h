@@ -99,6 +99,9 @@ enum {
         /* fhash_run_get_progress() counts the bytes of files being hashed too, not only of those done
          * (through fhashd: the jobs' BytesDone, watched on the bus). */
         FHASH_HASH_PROGRESS = 1u << 1,
+        /* Results as files complete, not in the order given (index says which): a slow file does not
+         * hold back the others' results. */
+        FHASH_HASH_UNORDERED = 1u << 2,
 };
 
 typedef struct fhash_hash_options {

@@ -107,7 +107,7 @@ _lib.fhash_version.restype = ctypes.c_char_p
 
 _BUS = {"system": 0, "user": 1}
 _CLIENT_LOCAL, _CLIENT_NO_FALLBACK, _CLIENT_NO_DIRECT = 1, 2, 4
-_HASH_DONTCACHE = 1
+_HASH_DONTCACHE, _HASH_UNORDERED = 1, 4
 
 
 class Error(Exception):
@@ -334,11 +334,13 @@ class Client:
         return results
 
     def hash_stream(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
-                    on_result=None) -> List[Result]:
+                    on_result=None, unordered: bool = False) -> List[Result]:
         """hash() over an iterable consumed as the run has room (a walk can go on while the first
         files are hashed): items are paths, open files (ints or objects with fileno()), or
         (path_or_file, expected_hex) pairs. on_result, if given, gets each Result as soon as it is in
-        order, while the iterable is still being read; the list of all comes back at the end."""
+        order, while the iterable is still being read; the list of all comes back at the end.
+        unordered: results as files complete (Result.index says which), so that a slow file does
+        not hold the others back."""
         it = iter(inputs)
         keep = []  # the strings of the last input, alive until the next call
         results: List[Result] = []
@@ -370,7 +372,9 @@ class Client:
                 on_result(res)
 
         src, cb = _SourceFn(next_input), _ResultFn(on_res)
-        opts, err = _HashOptions(algo.encode(), None, _HASH_DONTCACHE if dontcache else 0), _Error()
+        opts = _HashOptions(algo.encode(), None, (_HASH_DONTCACHE if dontcache else 0) |
+                            (_HASH_UNORDERED if unordered else 0))
+        err = _Error()
         if _lib.fhash_hash_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
             _raise(err)
         return results

@@ -1312,6 +1312,7 @@ int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions 
         c->busy_timeout = secs == 0 ? UINT64_MAX : (uint64_t)secs * 1000000;
 
         r = run_order_init(&c->order, source, fn, userdata, progress);
+        c->order.unordered = ro->unordered;
         if (r >= 0)
                 r = client_setup(c);
         if (r < 0) {

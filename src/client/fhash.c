@@ -284,6 +284,7 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_result_fn
                                   .algos = r->algos.n > 1 ? &r->algos : NULL,
                                   .watch_progress = o->flags & FHASH_HASH_PROGRESS,
                                   .max_size = o->max_size,
+                                  .unordered = o->flags & FHASH_HASH_UNORDERED,
                                   .busy_notice = c->busy_notice ? busy_notice : NULL, .busy_userdata = c };
         k = run_read_options(r, o, error);
         if (k < 0) {

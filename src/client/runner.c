@@ -137,7 +137,7 @@ const RunItem *run_order_item(const RunOrder *o, size_t index)
 {
         RunSlot *s = slot_of(o, index);
 
-        return s ? &s->item : NULL;
+        return s && !s->delivered ? &s->item : NULL;
 }
 
 bool *run_order_mark(RunOrder *o, size_t index)
@@ -181,11 +181,22 @@ void run_order_put(RunOrder *o, const RunResult *r)
                 s->result.status = RUN_MISMATCH;
         s->have = true;
 
+        if (o->unordered) {
+                /* At once; the slot stays (its item forgotten) until those before it are in. */
+                progress_clear(o->progress);
+                o->fn(&s->item, &s->result, o->userdata);
+                free(s->strings);
+                free((char *)s->result.message);
+                s->strings = NULL;
+                s->result.message = NULL;
+                s->delivered = true;
+        }
         if (r->index != o->next)
                 return;
         progress_clear(o->progress);
         while (o->next < o->n_items && (s = slot_of(o, o->next))->have) {
-                o->fn(&s->item, &s->result, o->userdata);
+                if (!s->delivered)
+                        o->fn(&s->item, &s->result, o->userdata);
                 /* Delivered: forgotten. */
                 slot_clear(s);
                 o->next++;
@@ -476,6 +487,7 @@ int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn
                 free(run);
                 return r;
         }
+        run->order.unordered = ro->unordered;
         *ret = run;
         return 0;
 }

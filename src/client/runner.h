@@ -77,6 +77,7 @@ typedef struct RunSlot {
         RunResult result;  /* result.message is owned */
         bool have;
         bool mark;         /* the runner's own flag (the daemon runner: sent, no result yet) */
+        bool delivered;    /* unordered: handed over already, its item gone */
 } RunSlot;
 
 typedef struct RunOrder {
@@ -89,6 +90,7 @@ typedef struct RunOrder {
         RunResultFn fn;
         void *userdata;
         Progress *progress;  /* cleared before each delivery so lines do not mix; may be NULL */
+        bool unordered;      /* deliver each result as it comes (RunReadOptions.unordered) */
 } RunOrder;
 
 int run_order_init(RunOrder *o, const RunSource *source, RunResultFn fn, void *userdata, Progress *progress);
@@ -137,6 +139,7 @@ typedef struct RunReadOptions {
         void *busy_userdata;
         bool watch_progress;          /* through fhashd: follow the jobs' BytesDone for progress */
         uint64_t max_size;            /* a file past this many bytes fails (-EFBIG); 0: no limit */
+        bool unordered;               /* results as they complete, not in input order */
 } RunReadOptions;
 
 /* Hashes in this process with the engine, read as ro says, while pulling items from source: they go

@@ -185,6 +185,21 @@ def test_python_module(mod, address, files, tmp):
             ft.check(asyncio.run(asyncio.wait_for(cancelled_task(), 10)), f"{kw}: hash_async not cancelled")
             ft.check(c.hash(files[:1])[0].ok, f"{kw}: the client after a cancel")
     os.close(holder)
+    # Unordered: the files behind a FIFO that gets its data (and EOF) only later come back first.
+    import threading
+    for kw in ({"address": address, "fallback": False}, {"local": True}):
+        with mod.Client(**kw) as c:
+            w = os.open(fifo, os.O_RDWR)
+            timer = threading.Timer(1.0, lambda fd=w: (os.write(fd, b"late data"), os.close(fd)))
+            timer.start()
+            order = []
+            res = c.hash_stream([fifo] + files[:20], unordered=True, on_result=lambda r: order.append(r.index))
+            timer.join()
+            ft.check(sorted(order) == list(range(21)) and order[-1] == 0 and order[0] != 0,
+                     f"{kw}: unordered delivery order {order}")
+            byidx = {r.index: r for r in res}
+            ft.check(byidx[0].digest == hashlib.sha256(b"late data").hexdigest() and
+                     all(byidx[i].ok for i in range(21)), f"{kw}: unordered results {byidx[0]}")
     with mod.Client(address=address, fallback=False, direct=False) as c:
         res = c.hash(files[:50])
         ft.check(c.uses_daemon and all(r.ok for r in res) and
