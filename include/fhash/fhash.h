@@ -201,6 +201,14 @@ int fhash_run_get_progress(fhash_run *r, fhash_progress *ret);
  * handed over yet get -ECANCELED results too; fhash_run_process() goes on until every input has its
  * result (a file already hashed or nearly may still come back with its digest). 0, or -EINVAL. */
 int fhash_run_cancel(fhash_run *r);
+/* Runs r on an sd-event loop (sd-event(3), from libsystemd): an io source on its fd and a timer
+ * call fhash_run_process() when they fire; done is called once when the run is over, with 0 or
+ * the run's -errno and error (then the sources are gone; free the run from done or later). 0, or
+ * -errno from sd-event. */
+typedef struct sd_event sd_event;
+typedef void (*fhash_done_fn)(fhash_run *r, int result, const fhash_error *error, void *userdata);
+int fhash_run_attach_event(fhash_run *r, sd_event *event, fhash_done_fn done, void *userdata);
+
 /* Frees the run; one not finished is abandoned (fhashd cancels its jobs when the client goes). */
 fhash_run *fhash_run_free(fhash_run *r);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
@@ -180,6 +181,11 @@ struct fhash_run {
         char *context;           /* params.context's copy */
         char **notes;            /* skip reasons given by a source, kept for the run (few distinct) */
         size_t n_notes;
+        sd_event_source *io_source, *time_source;  /* fhash_run_attach_event() */
+        int io_fd;
+        fhash_done_fn done_fn;
+        void *done_userdata;
+        fhash_error event_error;
         fhash_source_fn user_next;  /* fhash_run_source(): the caller's inputs */
         void *user_data;
         size_t n_given;          /* inputs given; SIZE_MAX for a source */
@@ -189,6 +195,8 @@ struct fhash_run {
 _public_ fhash_run *fhash_run_free(fhash_run *r)
 {
         if (r) {
+                r->io_source = sd_event_source_disable_unref(r->io_source);
+                r->time_source = sd_event_source_disable_unref(r->time_source);
                 bus_client_free(r->bus);
                 run_local_free(r->local);
                 sd_bus_error_free(&r->bus_error);
@@ -534,6 +542,67 @@ _public_ int fhash_run_cancel(fhash_run *r)
         else
                 run_local_cancel(r->local);
         return 0;
+}
+
+static int on_event_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static int on_event_time(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* After a step on the loop: the io source follows the run's fd and events, the timer its timeout;
+ * once the run is over both go and done is told. */
+static int event_rearm(fhash_run *r, int k)
+{
+        sd_event *e = sd_event_source_get_event(r->time_source);
+        int fd;
+
+        if (k <= 0) {
+                fhash_done_fn done = r->done_fn;
+
+                r->io_source = sd_event_source_disable_unref(r->io_source);
+                r->time_source = sd_event_source_disable_unref(r->time_source);
+                if (done)
+                        done(r, k, k < 0 ? &r->event_error : NULL, r->done_userdata);
+                return 0;
+        }
+        fd = fhash_run_get_fd(r);
+        if (fd != r->io_fd) {
+                r->io_source = sd_event_source_disable_unref(r->io_source);
+                r->io_fd = fd;
+                if (fd >= 0 && sd_event_add_io(e, &r->io_source, fd, (uint32_t)fhash_run_get_events(r), on_event_io, r) < 0)
+                        r->io_fd = -1;  /* the timer goes on alone */
+        } else if (r->io_source)
+                (void)sd_event_source_set_io_events(r->io_source, (uint32_t)fhash_run_get_events(r));
+        (void)sd_event_source_set_time(r->time_source, fhash_run_get_timeout(r));
+        return sd_event_source_set_enabled(r->time_source, SD_EVENT_ONESHOT);
+}
+
+static int on_event_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        fhash_run *r = userdata;
+
+        return event_rearm(r, run_step(r, 0, &r->event_error));
+}
+
+static int on_event_time(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        fhash_run *r = userdata;
+
+        return event_rearm(r, run_step(r, 0, &r->event_error));
+}
+
+_public_ int fhash_run_attach_event(fhash_run *r, sd_event *event, fhash_done_fn done, void *userdata)
+{
+        int k;
+
+        if (!r || !event || r->time_source)
+                return -EINVAL;
+        r->done_fn = done;
+        r->done_userdata = userdata;
+        r->io_fd = -1;
+        k = sd_event_add_time(event, &r->time_source, CLOCK_MONOTONIC, 0, 0, on_event_time, r);
+        if (k < 0)
+                return k;
+        /* The first step comes from the timer, at once: the run may be over without any fd. */
+        return sd_event_source_set_enabled(r->time_source, SD_EVENT_ONESHOT);
 }
 
 _public_ int fhash_run_process(fhash_run *r, fhash_error *error)

@@ -23,6 +23,7 @@ SRC = os.environ.get("FHASH_SOURCE_ROOT", "")
 LIB = os.path.join(BUILD, "src", "libfhash.so.0")
 EXAMPLE = os.path.join(BUILD, "examples", "hash-files")
 EXAMPLE_ASYNC = os.path.join(BUILD, "examples", "hash-files-async")
+EXAMPLE_EVENT = os.path.join(BUILD, "examples", "hash-files-event")
 
 
 def sha256sum(files, cwd):
@@ -292,7 +293,7 @@ def main():
     for p in ("sha256sum", "nm", "objdump", "cc", "pkg-config", "meson", "dbus-daemon"):
         if not shutil.which(p):
             ft.skip(f"{p} is not installed")
-    if not all(os.path.exists(p) for p in (LIB, EXAMPLE, EXAMPLE_ASYNC)):
+    if not all(os.path.exists(p) for p in (LIB, EXAMPLE, EXAMPLE_ASYNC, EXAMPLE_EVENT)):
         ft.skip(f"libfhash or the example is not built in {BUILD}")
     test_exports()
     with ft.Bus() as bus:
@@ -307,6 +308,8 @@ def main():
                               "hash-files via fhashd")
             same_as_sha256sum([EXAMPLE_ASYNC, "--address", bus.address], files, tmp, dict(os.environ),
                               "hash-files-async (a poll loop) via fhashd")
+            same_as_sha256sum([EXAMPLE_EVENT, "--address", bus.address], files, tmp, dict(os.environ),
+                              "hash-files-event (sd-event) via fhashd")
             pyenv = python_env()
             same_as_sha256sum(["/usr/bin/python3", os.path.join(SRC, "examples", "hash_files.py"), "--address",
                                bus.address], files, tmp, pyenv, "hash_files.py via fhashd")
@@ -346,8 +349,10 @@ def main():
         same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ), "hash-files in-process")
         same_as_sha256sum([EXAMPLE_ASYNC, "--address", bus.address], files, tmp, dict(os.environ),
                           "hash-files-async in-process")
-        ft.log("ok: hash-files (in tree and out of tree), hash-files-async and hash_files.py print what "
-               "sha256sum prints, through fhashd and in-process")
+        same_as_sha256sum([EXAMPLE_EVENT, "--address", bus.address], files, tmp, dict(os.environ),
+                          "hash-files-event in-process")
+        ft.log("ok: hash-files (in tree and out of tree), hash-files-async (poll), hash-files-event (sd-event) "
+               "and hash_files.py print what sha256sum prints, through fhashd and in-process")
 
 
 if __name__ == "__main__":
