@@ -1275,6 +1275,8 @@ static int client_step(BusClient *c, uint64_t timeout_usec)
                         return c->error;
                 if (r > 0)
                         continue;
+                if (run_order_finished(&c->order) && c->calls_out == 0)
+                        break;
                 draw_progress(c, c->progress);
                 if (timeout_usec == 0)
                         return 1;

@@ -512,8 +512,8 @@ _public_ uint64_t fhash_run_get_timeout(fhash_run *r)
          * again within 100 ms whatever the fd says. */
         if (r->bus)
                 (void)sd_bus_get_timeout(bus_client_get_bus(r->bus), &t);
-        else if (run_local_get_fd(r->local) < 0)
-                return now;
+        else if (run_local_get_fd(r->local) < 0 || run_local_wants_input(r->local))
+                return now;  /* more to give the engine: no waiting */
         return MIN(t, now + 100000);
 }
 

@@ -517,7 +517,18 @@ int run_local_step(LocalRun *run, uint64_t timeout_usec)
         if (r < 0)
                 return r;
         local_progress(run, run->progress);
+        /* What was collected may have been the end: say so now, not after the caller's next wait. */
+        if (run_order_finished(&run->order) && !run->running) {
+                progress_clear(run->progress);
+                run->done = true;
+                return 0;
+        }
         return 1;
+}
+
+bool run_local_wants_input(LocalRun *run)
+{
+        return !run->done && local_wants_more(run);
 }
 
 void run_local_cancel(LocalRun *run)

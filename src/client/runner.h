@@ -163,5 +163,8 @@ int run_local_get_fd(LocalRun *run);
 /* Stops hashing: files being hashed end cancelled, and the rest of the source is answered cancelled
  * as it is pulled; step goes on until every item is delivered. */
 void run_local_cancel(LocalRun *run);
+/* Whether the source should be pulled again now (it has more and the engine has room): then the
+ * caller should not wait for the fd before the next step. */
+bool run_local_wants_input(LocalRun *run);
 void run_local_get_progress(LocalRun *run, ProgressState *ret);
 LocalRun *run_local_free(LocalRun *run);
