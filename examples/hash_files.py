@@ -13,7 +13,7 @@ def main(argv):
         address, argv = argv[2], argv[2:]
     status = 0
     with fhash.Client(address=address) as client:
-        for r in client.hash(argv[1:]):
+        for r in client.results(argv[1:]):  # each as soon as it is known
             if r.ok:
                 print(f"{r.digest}  {r.name}")
             else:

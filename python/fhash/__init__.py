@@ -17,11 +17,12 @@ Python 3 that Debian ships.
 """
 
 import asyncio
+import collections
 import ctypes
 import errno as _errno
 import os
 import time
-from typing import Iterable, List, NamedTuple, Optional, Sequence, Union
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 __all__ = ["Client", "Run", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
            "version"]
@@ -100,6 +101,9 @@ _SourceFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Inpu
 _lib.fhash_hash_source.argtypes = [ctypes.c_void_p, _SourceFn, ctypes.c_void_p, ctypes.POINTER(_HashOptions),
                                    _ResultFn, ctypes.c_void_p, ctypes.POINTER(_Error)]
 _lib.fhash_hash_source.restype = ctypes.c_int
+_lib.fhash_run_source.argtypes = [ctypes.c_void_p, _SourceFn, ctypes.c_void_p, ctypes.POINTER(_HashOptions),
+                                  _ResultFn, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]
+_lib.fhash_run_source.restype = ctypes.c_int
 _lib.fhash_algorithms.argtypes = []
 _lib.fhash_algorithms.restype = ctypes.POINTER(ctypes.c_char_p)
 _lib.fhash_version.argtypes = []
@@ -195,6 +199,38 @@ async def _ready(loop, fd: int, events: int, deadline_usec: int):
     finally:
         for remove in watched:
             remove(fd)
+
+
+def _source(inputs: Iterable, stop=None) -> "_SourceFn":
+    """A libfhash source over an iterable of paths, open files (ints or objects with fileno()) or
+    (path_or_file, expected_hex) pairs, pulled one at a time as the run has room. Once stop (a list)
+    is not empty, the source ends: nothing more is pulled."""
+    it = iter(inputs)
+    keep = []  # the strings of the last input, alive until the next call
+
+    def next_input(_, ret):
+        if stop:
+            return 0
+        try:
+            item = next(it)
+        except StopIteration:
+            return 0
+        except Exception:  # the iterable failed: end the run with EIO
+            return -_errno.EIO
+        expected = None
+        if isinstance(item, tuple):
+            item, expected = item
+        r = ret.contents
+        if isinstance(item, int) or hasattr(item, "fileno"):
+            r.path, r.fd = None, item if isinstance(item, int) else item.fileno()
+        else:
+            r.path, r.fd = os.fsencode(item), -1
+        r.name = None
+        r.expected = expected.encode() if expected else None
+        keep[:] = [r.path, r.expected]
+        return 1
+
+    return _SourceFn(next_input)
 
 
 class Run:
@@ -341,29 +377,8 @@ class Client:
         order, while the iterable is still being read; the list of all comes back at the end.
         unordered: results as files complete (Result.index says which), so that a slow file does
         not hold the others back."""
-        it = iter(inputs)
-        keep = []  # the strings of the last input, alive until the next call
+        src = _source(inputs)
         results: List[Result] = []
-
-        def next_input(_, ret):
-            try:
-                item = next(it)
-            except StopIteration:
-                return 0
-            except Exception:  # the iterable failed: end the run with EIO
-                return -_errno.EIO
-            expected = None
-            if isinstance(item, tuple):
-                item, expected = item
-            r = ret.contents
-            if isinstance(item, int) or hasattr(item, "fileno"):
-                r.path, r.fd = None, item if isinstance(item, int) else item.fileno()
-            else:
-                r.path, r.fd = os.fsencode(item), -1
-            r.name = None
-            r.expected = expected.encode() if expected else None
-            keep[:] = [r.path, r.expected]
-            return 1
 
         def on_res(r, _):
             res = _result(r.contents)
@@ -371,13 +386,53 @@ class Client:
             if on_result:
                 on_result(res)
 
-        src, cb = _SourceFn(next_input), _ResultFn(on_res)
+        cb = _ResultFn(on_res)
         opts = _HashOptions(algo.encode(), None, (_HASH_DONTCACHE if dontcache else 0) |
                             (_HASH_UNORDERED if unordered else 0))
         err = _Error()
         if _lib.fhash_hash_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
             _raise(err)
         return results
+
+    def results(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
+                unordered: bool = False) -> Iterator[Result]:
+        """A generator: hashes paths or open files (or (path_or_file, expected_hex) pairs), pulled
+        from the iterable as the run has room, and yields each Result as soon as it is known, in
+        order (or as files complete with unordered=True). Nothing is held but what is in flight, so
+        an iterable of millions of files is fine. Leaving the loop early cancels the files in flight
+        and pulls nothing more from the iterable."""
+        pending: collections.deque = collections.deque()
+        cb = _ResultFn(lambda r, _: pending.append(_result(r.contents)))
+        stop: List[bool] = []
+        src = _source(inputs, stop)
+        opts = _HashOptions(algo.encode(), None, (_HASH_DONTCACHE if dontcache else 0) |
+                            (_HASH_UNORDERED if unordered else 0))
+        handle, err = ctypes.c_void_p(), _Error()
+        if _lib.fhash_run_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(handle),
+                                 ctypes.byref(err)) < 0:
+            _raise(err)
+        run = Run.__new__(Run)
+        run._handle, run._cb, run._src, run.results = handle, cb, src, pending
+        done = False
+        try:
+            while True:
+                going = run.process()
+                while pending:
+                    yield pending.popleft()
+                if not going:
+                    done = True
+                    return
+                _wait(run)
+        finally:
+            if not done:  # the caller stopped early (or an error): pull no more, end fhashd's jobs
+                stop.append(True)
+                run.cancel()
+                try:
+                    while run.process():
+                        _wait(run)
+                except Error:
+                    pass
+            run.close()
 
     def start(self, paths: Iterable[PathLike], algo: str = "sha256",
               expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> "Run":

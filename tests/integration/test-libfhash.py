@@ -137,6 +137,35 @@ def test_python_module(mod, address, files, tmp):
         ft.check(res[7].error == errno.EINVAL and all(r.ok for i, r in enumerate(res) if i != 7),
                  f"hash_stream results: {res[7]}, {[r for r in res if not r.ok][:2]}")
         ft.check(first and first[0] < 5000, f"the first result came only after all 5,000 inputs were pulled ({first})")
+        # results(): a generator of results over a generator of inputs (paths, open files, a bad
+        # expected digest), lazy at both ends; leaving the loop early cancels the rest and leaks
+        # no fd, and the client goes on.
+        pulled.clear()
+        fds_before = len(os.listdir("/proc/self/fd"))
+        seen, at_first = [], None
+        with open(files[2], "rb") as f2:
+            def gen2():
+                for i in range(3000):
+                    pulled.append(i)
+                    yield f2 if i == 5 else (files[0], "nothex") if i == 7 else files[i % len(files)]
+            for r in c.results(gen2()):
+                if at_first is None:
+                    at_first = len(pulled)
+                seen.append(r)
+        ft.check([r.index for r in seen] == list(range(3000)) and seen[7].error == errno.EINVAL and
+                 all(r.ok for i, r in enumerate(seen) if i != 7), f"results(): {len(seen)}, {seen[7]}")
+        ft.check(seen[5].digest == hashlib.sha256(open(files[2], "rb").read()).hexdigest() and
+                 seen[9].digest == hashlib.sha256(open(files[9 % len(files)], "rb").read()).hexdigest(),
+                 f"results() digests: {seen[5]}, {seen[9]}")
+        ft.check(at_first is not None and at_first < 3000, f"results(): the first came after {at_first} inputs")
+        pulled.clear()
+        for n, r in enumerate(c.results(gen())):
+            if n == 2:
+                break
+        ft.check(len(pulled) < 5000, f"results() left early yet pulled all {len(pulled)} inputs")
+        ft.check(len(os.listdir("/proc/self/fd")) == fds_before,
+                 f"results() left early: {fds_before} fds before, {len(os.listdir('/proc/self/fd'))} after")
+        ft.check(c.hash(files[:1])[0].ok, "the client after results() was left early")
         # Open files: a regular file whose offset must stay, and a pipe.
         with open(files[0], "rb") as f:
             data = f.read()
@@ -215,6 +244,8 @@ def test_python_module(mod, address, files, tmp):
             res = c.hash_files([f.fileno()])
             ft.check(res[0].digest == hashlib.sha256(open(files[1], "rb").read()).hexdigest(), f"local fd: {res}")
         ft.check(c.hash(files[:1])[0].digest == hashlib.sha256(open(files[0], "rb").read()).hexdigest(), "local")
+        ft.check([(r.index, r.digest) for r in c.results(files[:20])] == [(r.index, r.digest) for r in c.hash(files[:20])],
+                 "results() in-process differs from hash()")
     dead = f"unix:path={tmp}/no-such-bus"
     try:
         mod.Client(address=dead, fallback=False)
