@@ -350,6 +350,16 @@ def main():
             ft.check(r.returncode == 0, f"the Python module's tests failed ({r.returncode})")
             test_many(bus.address, tmp, pyenv)
             ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+        # Per-user quotas far below what the library keeps in flight (16 fds a call, open jobs fed
+        # as results come): fhashd answers Busy and the library sends the calls again, so the
+        # examples still print what sha256sum prints.
+        with ft.Daemon(bus, "--workers", "1", "--max-files-per-uid", "40", "--max-jobs-per-uid", "2") as d:
+            same_as_sha256sum([EXAMPLE, "--address", bus.address], files, tmp, dict(os.environ),
+                              "hash-files under a 40-file quota")
+            same_as_sha256sum(["/usr/bin/python3", os.path.join(SRC, "examples", "hash_files.py"), "--address",
+                               bus.address], files, tmp, python_env(), "hash_files.py under a 40-file quota")
+            ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+        ft.log("ok: the C and Python examples under a 40-file, 2-job quota (Busy, sent again)")
         # fhashd killed in the middle of a run (its input a pipe that never ends): the call returns
         # an error instead of waiting for ever.
         d = ft.Daemon(bus, "--workers", "2").start()
