@@ -12,7 +12,7 @@ fhash_build_packages=(
 fhash_test_packages=(
     dbus python3-dbus python3-gi libglib2.0-bin
     coreutils b3sum xxhash openssl util-linux procps gdb hashdeep
-    cppcheck clang-tidy clang
+    cppcheck clang-tidy clang doxygen
     debhelper dh-python lintian rsync
 )
 # bench/run only (it installs them when missing); the build and the tests never need them.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fhash.h: libfhash, the client library of fhashd, the file-hashing service.
+/** @file
+ * fhash.h: libfhash, the client library of fhashd, the file-hashing service.
  *
  * A program hands files to a client and gets one result per file, in the order it gave them:
  *
@@ -27,138 +28,144 @@
 extern "C" {
 #endif
 
-#define FHASH_ERROR_NAME_MAX 128
-#define FHASH_ERROR_MESSAGE_MAX 512
+#define FHASH_ERROR_NAME_MAX 128     /**< the size of fhash_error.name, its NUL included */
+#define FHASH_ERROR_MESSAGE_MAX 512  /**< the size of fhash_error.message, its NUL included */
 
+/** Why a call failed: filled in by the functions that take one. */
 typedef struct fhash_error {
-        int error;                                /* -errno; 0 when nothing failed */
-        char name[FHASH_ERROR_NAME_MAX];          /* "org.fhash.Hasher1.Error.Busy", or "" */
-        char message[FHASH_ERROR_MESSAGE_MAX];    /* for people, never empty after a failure */
+        int error;                                /**< -errno; 0 when nothing failed */
+        char name[FHASH_ERROR_NAME_MAX];          /**< "org.fhash.Hasher1.Error.Busy", or "" */
+        char message[FHASH_ERROR_MESSAGE_MAX];    /**< for people, never empty after a failure */
 } fhash_error;
 
+/** Where fhash_client_new() looks for fhashd. */
 typedef enum fhash_bus {
-        FHASH_BUS_SYSTEM = 0,   /* fhashd on the system bus (the default) */
-        FHASH_BUS_USER = 1,     /* fhashd on the user's session bus */
-        FHASH_BUS_ADDRESS = 2,  /* the bus at fhash_client_options.address */
+        FHASH_BUS_SYSTEM = 0,   /**< fhashd on the system bus (the default) */
+        FHASH_BUS_USER = 1,     /**< fhashd on the user's session bus */
+        FHASH_BUS_ADDRESS = 2,  /**< the bus at fhash_client_options.address */
 } fhash_bus;
 
-/* fhash_client_options.flags */
+/** fhash_client_options.flags */
 enum {
-        FHASH_CLIENT_LOCAL = 1u << 0,        /* never fhashd: hash in this process */
-        FHASH_CLIENT_NO_FALLBACK = 1u << 1,  /* fail (-ENOTCONN) rather than hash in-process */
-        FHASH_CLIENT_NO_DIRECT = 1u << 2,    /* pass fds through the bus, not a direct connection */
+        FHASH_CLIENT_LOCAL = 1u << 0,        /**< never fhashd: hash in this process */
+        FHASH_CLIENT_NO_FALLBACK = 1u << 1,  /**< fail (-ENOTCONN) rather than hash in-process */
+        FHASH_CLIENT_NO_DIRECT = 1u << 2,    /**< pass fds through the bus, not a direct connection */
 };
 
+/** How fhash_client_new() connects; zeroed (or NULL): the system bus, with fallback. */
 typedef struct fhash_client_options {
-        fhash_bus bus;
-        const char *address;  /* FHASH_BUS_ADDRESS: a D-Bus address ("unix:path=/run/...") */
-        unsigned flags;       /* FHASH_CLIENT_* */
-        /* Called once per run when fhashd has answered Busy (a per-user limit) for over a second:
+        fhash_bus bus;        /**< which bus fhashd is on */
+        const char *address;  /**< FHASH_BUS_ADDRESS: a D-Bus address ("unix:path=/run/...") */
+        unsigned flags;       /**< FHASH_CLIENT_* */
+        /** Called once per run when fhashd has answered Busy (a per-user limit) for over a second:
          * reason is its message, gives_up is 1 when the run will fail after FHASHCTL_BUSY_TIMEOUT
          * seconds (default 60; 0: waits for ever). NULL: nothing is said. */
         void (*busy_notice)(const char *reason, int gives_up, void *userdata);
-        void *notice_userdata;
+        void *notice_userdata;  /**< given to busy_notice */
 } fhash_client_options;
 
+/** A connection to fhashd, or the engine in this process: one thread at a time. */
 typedef struct fhash_client fhash_client;
 
-/* Connects (options NULL: the system bus, in-process where fhashd cannot be reached). Reaching
+/** Connects (options NULL: the system bus, in-process where fhashd cannot be reached). Reaching
  * fhashd activates it where it is D-Bus activatable. 0, or -errno with error filled in: -ENOTCONN
  * with FHASH_CLIENT_NO_FALLBACK and no fhashd, -EINVAL for bad options, -ENOMEM. */
 int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error);
-/* Closes the connection. NULL is allowed. Returns NULL. */
+/** Closes the connection. NULL is allowed. Returns NULL. */
 fhash_client *fhash_client_free(fhash_client *c);
-/* 1 when the client hashes through fhashd, 0 when in this process. */
+/** 1 when the client hashes through fhashd, 0 when in this process. */
 int fhash_client_uses_daemon(const fhash_client *c);
-/* Why the client hashes in this process although it was not told to (FHASH_CLIENT_LOCAL): what
+/** Why the client hashes in this process although it was not told to (FHASH_CLIENT_LOCAL): what
  * reaching fhashd said; NULL otherwise. Lasts as long as the client. */
 const char *fhash_client_get_fallback_reason(const fhash_client *c);
 
+/** One file's result, given to an fhash_result_fn. */
 typedef struct fhash_result {
-        size_t index;         /* the file's position in the call, from 0 */
-        const char *name;     /* as given */
-        uint64_t size;        /* bytes hashed */
-        /* Lower-case hex; with several algorithms ("sha256,blake3") their digests joined by ','.
+        size_t index;         /**< the file's position in the call, from 0 */
+        const char *name;     /**< as given */
+        uint64_t size;        /**< bytes hashed */
+        /** Lower-case hex; with several algorithms ("sha256,blake3") their digests joined by ','.
          * NULL when the file failed. */
         const char *digest;
-        /* 0, or -errno: -ENOENT, -EACCES, -EISDIR, ... as opening or reading failed; -EBADMSG: not
+        /** 0, or -errno: -ENOENT, -EACCES, -EISDIR, ... as opening or reading failed; -EBADMSG: not
          * the expected digest (digest holds the one computed); -ESTALE: the file changed while it
          * was read; -ECANCELED. */
         int error;
-        const char *message;  /* what went wrong, NULL on success */
-        const char *skip;     /* an input given with a skip reason: that reason (not hashed, error 0) */
+        const char *message;  /**< what went wrong, NULL on success */
+        const char *skip;     /**< an input given with a skip reason: that reason (not hashed, error 0) */
 } fhash_result;
 
-/* Called once per file, in the order the files were given, from inside fhash_hash_paths(). The
+/** Called once per file, in the order the files were given, from inside fhash_hash_paths(). The
  * strings last until it returns. */
 typedef void (*fhash_result_fn)(const fhash_result *result, void *userdata);
 
-/* fhash_hash_options.flags */
+/** fhash_hash_options.flags */
 enum {
-        FHASH_HASH_DONTCACHE = 1u << 0,  /* cache-neutral: add nothing to the page cache, evict nothing */
-        /* fhash_run_get_progress() counts the bytes of files being hashed too, not only of those done
+        FHASH_HASH_DONTCACHE = 1u << 0,  /**< cache-neutral: add nothing to the page cache, evict nothing */
+        /** fhash_run_get_progress() counts the bytes of files being hashed too, not only of those done
          * (through fhashd: the jobs' BytesDone, watched on the bus). */
         FHASH_HASH_PROGRESS = 1u << 1,
-        /* Results as files complete, not in the order given (index says which): a slow file does not
+        /** Results as files complete, not in the order given (index says which): a slow file does not
          * hold back the others' results. */
         FHASH_HASH_UNORDERED = 1u << 2,
 };
 
+/** What to compute and how to read; zeroed (or NULL): SHA-256, files read as fhashd sees fit. */
 typedef struct fhash_hash_options {
-        const char *algorithm;        /* NULL: "sha256"; one of fhashctl's names, or up to 4 joined
+        const char *algorithm;        /**< NULL: "sha256"; one of fhashctl's names, or up to 4 joined
                                        * by ',' to read each file once and hash it with each */
-        const char *const *expected;  /* NULL, or a hex digest per path (NULL or "": none) */
-        unsigned flags;               /* FHASH_HASH_* */
-        const char *strategy;         /* how files are read: NULL or "auto", "read", "mmap", "direct" */
-        /* One algorithm only: the digest length in bits (blake2b, blake2s, blake3; as b2sum -l), a
+        const char *const *expected;  /**< NULL, or a hex digest per path (NULL or "": none) */
+        unsigned flags;               /**< FHASH_HASH_* */
+        const char *strategy;         /**< how files are read: NULL or "auto", "read", "mmap", "direct" */
+        /** One algorithm only: the digest length in bits (blake2b, blake2s, blake3; as b2sum -l), a
          * 32-byte BLAKE3 key (b3sum --keyed; copied, wiped after use), a BLAKE3 key-derivation
          * context (b3sum --derive-key). 0 and NULL: none. */
         unsigned length_bits;
-        const uint8_t *key;
-        const char *derive_key;
-        uint64_t max_size;            /* a file past this many bytes fails with -EFBIG; 0: no limit */
+        const uint8_t *key;           /**< 32 bytes, or NULL (see length_bits) */
+        const char *derive_key;       /**< a context string, or NULL (see length_bits) */
+        uint64_t max_size;            /**< a file past this many bytes fails with -EFBIG; 0: no limit */
 } fhash_hash_options;
 
-/* Hashes n files by path (relative paths from the current directory; "-" is standard input),
+/** Hashes n files by path (relative paths from the current directory; "-" is standard input),
  * calling fn for each, in order, and returns once every file has its result: 0 (files that failed
  * have an error in their result, not here), or -errno with error filled in when the run itself
  * could not happen (-EINVAL: an unknown algorithm or bad options; fhashd gone in the middle). */
 int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
                      fhash_result_fn fn, void *userdata, fhash_error *error);
 
-/* The same for n open files: each is read from its start (a pipe or socket from where it is), the
+/** The same for n open files: each is read from its start (a pipe or socket from where it is), the
  * fds stay the caller's (never closed; a regular file's offset is left as it was), and fhashd gets
  * a duplicate of each, so the caller's permission to read it is what counts. names: NULL, or a label
  * per fd for the results (NULL entries and a NULL array: ""). */
 int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                    const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error);
 
-/* One input of a source: a path, or with path NULL an open fd (read from its start, left open). */
+/** One input of a source: a path, or with path NULL an open fd (read from its start, left open). */
 typedef struct fhash_input {
-        const char *path;
-        int fd;
-        const char *name;       /* the result's label; NULL: the path, or "" */
-        const char *expected;   /* NULL, or the hex digest the file must have */
-        /* This input's own algorithm (one name; NULL: the options') and length in bits (0: the
-         * options', or the default): a manifest's lines may name theirs. */
+        const char *path;       /**< a path (relative: from the current directory; "-": standard input) */
+        int fd;                 /**< with path NULL: an open fd, read from its start and left open */
+        const char *name;       /**< the result's label; NULL: the path, or "" */
+        const char *expected;   /**< NULL, or the hex digest the file must have */
+        /** This input's own algorithm (one name; NULL: the options'): a manifest's lines may name
+         * theirs. */
         const char *algorithm;
-        unsigned length_bits;
-        int error;              /* -errno: not hashed, its result carries this error in its place */
-        const char *skip;       /* a reason: not hashed, its result carries it as skip */
+        unsigned length_bits;   /**< this input's digest length in bits (0: the options', or the default) */
+        int error;              /**< -errno: not hashed, its result carries this error in its place */
+        const char *skip;       /**< a reason: not hashed, its result carries it as skip */
 } fhash_input;
 
-/* Gives the next input: 1 with *ret filled (its strings valid until the next call), 0 when there
+/** Gives the next input: 1 with *ret filled (its strings valid until the next call), 0 when there
  * are no more, or -errno to end the run with that error. Called as the run has room for more, so a
  * directory walk can go on while the first files are hashed. */
 typedef int (*fhash_source_fn)(void *userdata, fhash_input *ret);
 
-/* fhash_hash_paths() over inputs as a source gives them, any number (options->expected must be
+/** fhash_hash_paths() over inputs as a source gives them, any number (options->expected must be
  * NULL: expected digests come with each input). An input that is neither a path nor an fd, or whose
  * expected digest is not of the algorithm's form, gets a result with -EINVAL in its place. */
 int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
                       const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error);
 
-/*
+/**
  * The same without blocking, for programs with their own event loop: fhash_run_paths() and
  * fhash_run_fds() start the run and return at once; the caller polls fhash_run_get_fd() for
  * fhash_run_get_events() (poll(2) flags) until fhash_run_get_timeout() (CLOCK_MONOTONIC, µs; at the
@@ -170,51 +177,61 @@ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userda
  */
 typedef struct fhash_run fhash_run;
 
+/** fhash_hash_paths() without blocking: *ret is the run (free it with fhash_run_free()). 0, or
+ * -errno with error filled in. */
 int fhash_run_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
                     fhash_result_fn fn, void *userdata, fhash_run **ret, fhash_error *error);
+/** fhash_hash_fds() without blocking, as fhash_run_paths(). */
 int fhash_run_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                   const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
                   fhash_error *error);
+/** fhash_hash_source() without blocking, as fhash_run_paths(): the source is called from
+ * fhash_run_process(). */
 int fhash_run_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
                      const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_run **ret,
                      fhash_error *error);
-/* The fd to poll, or -errno. */
+/** The fd to poll, or -errno. */
 int fhash_run_get_fd(fhash_run *r);
-/* The poll(2) events to wait for on it. */
+/** The poll(2) events to wait for on it. */
 int fhash_run_get_events(fhash_run *r);
-/* When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
+/** When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
 uint64_t fhash_run_get_timeout(fhash_run *r);
-/* Does what is ready without blocking: 1 while the run goes on, 0 once every file has its result,
+/** Does what is ready without blocking: 1 while the run goes on, 0 once every file has its result,
  * or -errno with error filled in (the run is over then too). */
 int fhash_run_process(fhash_run *r, fhash_error *error);
+/** How far a run is (fhash_run_get_progress()). */
 typedef struct fhash_progress {
-        size_t files_done, files_total;   /* files with a result; files given (a source: so far) */
-        int complete;                     /* every input is known (a source ended): totals are final */
-        uint64_t bytes_done, bytes_total; /* bytes of the files done (and, through fhashd, of the
-                                           * running ones as its jobs report them); bytes of the
-                                           * files opened so far: the total grows as files open */
+        size_t files_done;    /**< files with a result */
+        size_t files_total;   /**< files given (a source: so far) */
+        int complete;         /**< every input is known (a source ended): totals are final */
+        uint64_t bytes_done;  /**< bytes of the files done (and, through fhashd, of the running ones as
+                               * its jobs report them) */
+        uint64_t bytes_total; /**< bytes of the files opened so far: the total grows as files open */
 } fhash_progress;
 
-/* Where the run is: 0, or -EINVAL. */
+/** Where the run is: 0, or -EINVAL. */
 int fhash_run_get_progress(fhash_run *r, fhash_progress *ret);
-/* Stops the run: files being hashed end with -ECANCELED (fhashd's jobs are cancelled), and inputs not
+/** Stops the run: files being hashed end with -ECANCELED (fhashd's jobs are cancelled), and inputs not
  * handed over yet get -ECANCELED results too; fhash_run_process() goes on until every input has its
  * result (a file already hashed or nearly may still come back with its digest). 0, or -EINVAL. */
 int fhash_run_cancel(fhash_run *r);
-/* Runs r on an sd-event loop (sd-event(3), from libsystemd): an io source on its fd and a timer
+/** libsystemd's event loop (sd-event(3)), declared here so that this header needs no other. */
+typedef struct sd_event sd_event;
+/** Called once when a run attached to an sd-event loop is over: result is 0 or the run's -errno,
+ * error its D-Bus name and message. */
+typedef void (*fhash_done_fn)(fhash_run *r, int result, const fhash_error *error, void *userdata);
+/** Runs r on an sd-event loop (sd-event(3), from libsystemd): an io source on its fd and a timer
  * call fhash_run_process() when they fire; done is called once when the run is over, with 0 or
  * the run's -errno and error (then the sources are gone; free the run from done or later). 0, or
  * -errno from sd-event. */
-typedef struct sd_event sd_event;
-typedef void (*fhash_done_fn)(fhash_run *r, int result, const fhash_error *error, void *userdata);
 int fhash_run_attach_event(fhash_run *r, sd_event *event, fhash_done_fn done, void *userdata);
 
-/* Frees the run; one not finished is abandoned (fhashd cancels its jobs when the client goes). */
+/** Frees the run; one not finished is abandoned (fhashd cancels its jobs when the client goes). */
 fhash_run *fhash_run_free(fhash_run *r);
 
-/* The algorithm names, in the order of fhashd's Algorithms property: a static NULL-terminated array. */
+/** The algorithm names, in the order of fhashd's Algorithms property: a static NULL-terminated array. */
 const char *const *fhash_algorithms(void);
-/* "0.1.0". */
+/** "0.1.0". */
 const char *fhash_version(void);
 
 #ifdef __cplusplus
