@@ -327,12 +327,21 @@ class Client:
             raise ValueError("the client is closed")
         return self._handle
 
-    def hash(self, paths: Iterable[PathLike], algo: str = "sha256",
+    def hash(self, paths_or_files: Iterable, algo: str = "sha256",
              expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
              max_size: int = 0) -> List[Result]:
-        """Hashes the files (blocking) and returns a Result per file, in order. algo may join up to four
-        algorithms with ',' (each file is read once); digests are then joined by ',' too."""
-        names = [os.fsencode(p) for p in paths]
+        """Hashes the files (blocking) and returns a Result per file, in order: paths, or open files
+        (ints or objects with fileno(), read from their start and left open) among them. algo may
+        join up to four algorithms with ',' (each file is read once); digests are then joined by ','
+        too. results() is the same as a generator."""
+        items = list(paths_or_files)
+        if any(isinstance(x, int) or hasattr(x, "fileno") for x in items):
+            if expected is not None:
+                if len(expected) != len(items):
+                    raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(items)} files")
+                items = [(x, e) if e else x for x, e in zip(items, expected)]
+            return list(self.results(items, algo, dontcache, max_size=max_size))
+        names = [os.fsencode(p) for p in items]
         arr = (ctypes.c_char_p * max(1, len(names)))(*names)
         return self._run(lambda *a: _lib.fhash_hash_paths(self._check(), arr, len(names), *a), len(names), algo,
                          expected, dontcache, max_size)
@@ -395,7 +404,7 @@ class Client:
         return results
 
     def results(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
-                unordered: bool = False) -> Iterator[Result]:
+                unordered: bool = False, max_size: int = 0) -> Iterator[Result]:
         """A generator: hashes paths or open files (or (path_or_file, expected_hex) pairs), pulled
         from the iterable as the run has room, and yields each Result as soon as it is known, in
         order (or as files complete with unordered=True). Nothing is held but what is in flight, so
@@ -406,7 +415,7 @@ class Client:
         stop: List[bool] = []
         src = _source(inputs, stop)
         opts = _HashOptions(algo.encode(), None, (_HASH_DONTCACHE if dontcache else 0) |
-                            (_HASH_UNORDERED if unordered else 0))
+                            (_HASH_UNORDERED if unordered else 0), max_size=max_size)
         handle, err = ctypes.c_void_p(), _Error()
         if _lib.fhash_run_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(handle),
                                  ctypes.byref(err)) < 0:

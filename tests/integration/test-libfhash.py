@@ -179,6 +179,17 @@ def test_python_module(mod, address, files, tmp):
             ft.check(res[1].ok and res[1].digest == hashlib.sha256(b"through a pipe").hexdigest() and res[1].name == "",
                      f"hash_files pipe: {res[1]}")
             ft.check(f.tell() == 3 and os.fstat(r) is not None, "the caller's file moved or was closed")
+            # hash() takes paths and open files together; expected digests and max_size apply to both.
+            mixed = c.hash([files[1], f, f.fileno()], expected=[None, hashlib.sha256(data).hexdigest(), "0" * 64])
+            ft.check([m.index for m in mixed] == [0, 1, 2] and mixed[0].ok and
+                     mixed[0].digest == hashlib.sha256(open(files[1], "rb").read()).hexdigest() and
+                     mixed[1].ok and mixed[1].digest == hashlib.sha256(data).hexdigest() and
+                     mixed[2].error == errno.EBADMSG and mixed[2].digest == hashlib.sha256(data).hexdigest(),
+                     f"hash() of paths and files: {mixed}")
+            if len(data) > 1:
+                small = c.hash([f, files[1]], max_size=len(data) - 1)
+                ft.check(small[0].error == errno.EFBIG, f"hash() of a file past max_size: {small}")
+            ft.check(f.tell() == 3, "hash() of an open file moved its offset")
             os.close(r)
     # Cancel: a run stuck behind a FIFO that never gets data (its writer holds it open) ends at
     # once, every file with a result; an asyncio task cancelled does the same and raises.
