@@ -90,7 +90,7 @@ static void test_order_grows(void **state)
         RunOrder o;
         size_t answered = 0, max_alloc = 0;
 
-        assert_int_equal(run_order_init(&o, &src, seen_fn, &s, NULL), 0);
+        assert_int_equal(run_order_init(&o, &src, seen_fn, &s), 0);
         while (!run_order_finished(&o)) {
                 size_t i;
                 int r = 1;
@@ -169,7 +169,7 @@ static void test_order_expected_preset(void **state)
         assert_int_equal(pre.status, RUN_ERROR);
         assert_int_equal(pre.error, -ENOENT);
 
-        assert_int_equal(run_order_init(&o, &src, copy_fn, got, NULL), 0);
+        assert_int_equal(run_order_init(&o, &src, copy_fn, got), 0);
         for (size_t k = 0; k < ELEMENTSOF(items); k++) {
                 assert_int_equal(run_order_pull(&o, &i), 1);
                 assert_int_equal(i, k);
@@ -208,7 +208,7 @@ static void test_local_streams(void **state)
         assert_int_equal(th_write_random_file(path, 5000, 3), 0);
         g.path = path;
 
-        r = run_local(&src, &ro, seen_fn, &s, NULL);
+        r = run_local(&src, &ro, seen_fn, &s);
         assert_int_equal(r, 0);
         assert_int_equal(s.n, 20000);
         assert_true(s.in_order);
@@ -245,11 +245,11 @@ static void test_local_edges(void **state)
         RunReadOptions ro = {};
         size_t calls = 0;
 
-        assert_int_equal(run_local(&src, &ro, seen_fn, &s, NULL), 0);
+        assert_int_equal(run_local(&src, &ro, seen_fn, &s), 0);
         assert_int_equal(s.n, 0);
 
         src = (RunSource){ fail_next, &calls };
-        assert_int_equal(run_local(&src, &ro, seen_fn, &s, NULL), -ENOMEM);
+        assert_int_equal(run_local(&src, &ro, seen_fn, &s), -ENOMEM);
 }
 
 int main(void)

@@ -179,7 +179,6 @@ struct BusClient {
         char *daemon;             /* unique name of fhashd: signals from anybody else are ignored */
         const char *dest;         /* FHASH_BUS_NAME on the bus; NULL on a direct connection */
         sd_bus_slot *s_sig, *s_props, *s_owner;  /* the matches, from bus_client_start() on */
-        Progress *progress;
         bool done;
 };
 
@@ -1147,21 +1146,11 @@ void bus_client_get_progress(BusClient *c, ProgressState *ret)
                             .files_done = c->files_finished, .files_total = c->order.n_items,
                             .open_ended = !c->order.source_done };
 
-        /* The jobs' BytesDone, where PropertiesChanged is watched (a progress line is shown). */
+        /* The jobs' BytesDone, where PropertiesChanged is watched (FHASH_HASH_PROGRESS). */
         for (ClientJob *j = c->jobs; j; j = j->next)
                 if (!j->finished && j->bytes_done > j->bytes_delivered)
                         s.bytes_done += j->bytes_done - j->bytes_delivered;
         *ret = s;
-}
-
-static void draw_progress(BusClient *c, Progress *p)
-{
-        ProgressState s;
-
-        if (!p || !p->enabled)
-                return;
-        bus_client_get_progress(c, &s);
-        progress_update(p, &s);
 }
 
 static void client_free(BusClient *c)
@@ -1250,7 +1239,7 @@ static int client_setup(BusClient *c)
         if (r >= 0)
                 r = sd_bus_match_signal(bus, &c->s_sig, c->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
                                         NULL, on_signal, c);
-        if (r >= 0 && (c->read.watch_progress || (c->progress && c->progress->enabled)))
+        if (r >= 0 && c->read.watch_progress)
                 r = sd_bus_match_signal(bus, &c->s_props, c->daemon, NULL, "org.freedesktop.DBus.Properties",
                                         "PropertiesChanged", on_properties, c);
         return r < 0 ? r : 0;
@@ -1277,7 +1266,6 @@ static int client_step(BusClient *c, uint64_t timeout_usec)
                         continue;
                 if (run_order_finished(&c->order) && c->calls_out == 0)
                         break;
-                draw_progress(c, c->progress);
                 if (timeout_usec == 0)
                         return 1;
                 r = sd_bus_wait(c->bus, timeout_usec);
@@ -1286,13 +1274,12 @@ static int client_step(BusClient *c, uint64_t timeout_usec)
                 if (r == 0)
                         return 1;
         }
-        progress_clear(c->progress);
         c->done = true;
         return 0;
 }
 
 int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
-                     void *userdata, Progress *progress, sd_bus_error *error, BusClient **ret)
+                     void *userdata, sd_bus_error *error, BusClient **ret)
 {
         BusClient *c = calloc(1, sizeof(*c));
         const char *env = getenv("FHASHCTL_BUSY_TIMEOUT");
@@ -1301,7 +1288,7 @@ int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions 
 
         if (!c)
                 return -ENOMEM;
-        *c = (BusClient){ .bus = bus, .read = *ro, .ret_error = error, .progress = progress };
+        *c = (BusClient){ .bus = bus, .read = *ro, .ret_error = error };
         if (env && *env) {
                 char *end;
                 unsigned long v;
@@ -1313,7 +1300,7 @@ int bus_client_start(sd_bus *bus, const RunSource *source, const RunReadOptions 
         }
         c->busy_timeout = secs == 0 ? UINT64_MAX : (uint64_t)secs * 1000000;
 
-        r = run_order_init(&c->order, source, fn, userdata, progress);
+        r = run_order_init(&c->order, source, fn, userdata);
         c->order.unordered = ro->unordered;
         if (r >= 0)
                 r = client_setup(c);
@@ -1362,22 +1349,4 @@ BusClient *bus_client_free(BusClient *c)
                 free(c);
         }
         return NULL;
-}
-
-int bus_client_run(sd_bus *bus, const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
-                   void *userdata, Progress *progress, sd_bus_error *error)
-{
-        BusClient *c;
-        int r;
-
-        r = bus_client_start(bus, source, ro, fn, userdata, progress, error, &c);
-        if (r < 0)
-                return r;
-        /* Freed here rather than by _cleanup_: clang-tidy 14 and cppcheck 2.10 do not model cleanup
-         * attributes. */
-        do
-                r = bus_client_step(c, 100000);
-        while (r > 0);
-        bus_client_free(c);
-        return r;
 }

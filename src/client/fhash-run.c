@@ -83,7 +83,6 @@ struct fhash_run {
         RunReadOptions ro;
         HashAlgoSet algos;
         Delivery delivery;
-        Progress progress;
         sd_bus_error bus_error;
         BusClient *bus;          /* through fhashd ... */
         LocalRun *local;         /* ... or in this process */
@@ -210,7 +209,6 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_result_fn
                 return k;
         }
         r->delivery = (Delivery){ .fn = fn, .userdata = userdata };
-        progress_init(&r->progress, PROGRESS_OFF, -1);
         *ret = r;
         return 0;
 }
@@ -222,10 +220,9 @@ static int run_begin(fhash_run *r, fhash_run **ret, fhash_error *error)
         int k;
 
         if (c->bus)
-                k = bus_client_start(c->bus, &r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->bus_error,
-                                     &r->bus);
+                k = bus_client_start(c->bus, &r->source, &r->ro, deliver, &r->delivery, &r->bus_error, &r->bus);
         else
-                k = run_local_new(&r->source, &r->ro, deliver, &r->delivery, &r->progress, &r->local);
+                k = run_local_new(&r->source, &r->ro, deliver, &r->delivery, &r->local);
         if (k < 0) {
                 k = c->bus ? fhash_set_bus_error(error, k, &r->bus_error, "cannot start hashing through fhashd")
                            : fhash_set_error(error, k, NULL, "cannot start the hashing engine: %s", strerror(-k));

@@ -37,9 +37,9 @@ int run_array_next(void *userdata, RunItem *ret)
         return 1;
 }
 
-int run_order_init(RunOrder *o, const RunSource *source, RunResultFn fn, void *userdata, Progress *progress)
+int run_order_init(RunOrder *o, const RunSource *source, RunResultFn fn, void *userdata)
 {
-        *o = (RunOrder){ .source = source, .fn = fn, .userdata = userdata, .progress = progress, .alloc = 64 };
+        *o = (RunOrder){ .source = source, .fn = fn, .userdata = userdata, .alloc = 64 };
         o->slots = calloc(o->alloc, sizeof(*o->slots));
         if (!o->slots)
                 return -ENOMEM;
@@ -183,7 +183,6 @@ void run_order_put(RunOrder *o, const RunResult *r)
 
         if (o->unordered) {
                 /* At once; the slot stays (its item forgotten) until those before it are in. */
-                progress_clear(o->progress);
                 o->fn(&s->item, &s->result, o->userdata);
                 free(s->strings);
                 free((char *)s->result.message);
@@ -193,7 +192,6 @@ void run_order_put(RunOrder *o, const RunResult *r)
         }
         if (r->index != o->next)
                 return;
-        progress_clear(o->progress);
         while (o->next < o->n_items && (s = slot_of(o, o->next))->have) {
                 if (!s->delivered)
                         o->fn(&s->item, &s->result, o->userdata);
@@ -225,7 +223,6 @@ typedef struct LocalBatch {
 
 struct LocalRun {
         RunOrder order;
-        Progress *progress;
         bool done;                            /* every item delivered */
         bool cancelled;                       /* run_local_cancel(): nothing more is hashed */
         const RunReadOptions *read;
@@ -312,16 +309,6 @@ void run_local_get_progress(LocalRun *run, ProgressState *ret)
                 s.files_total += jp.files_total;
         }
         *ret = s;
-}
-
-static void local_progress(LocalRun *run, Progress *p)
-{
-        ProgressState s;
-
-        if (!p || !p->enabled)
-                return;
-        run_local_get_progress(run, &s);
-        progress_update(p, &s);
 }
 
 static int local_start(LocalRun *run, LocalBatch *b);
@@ -474,15 +461,15 @@ static int local_fill(LocalRun *run)
 }
 
 int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
-                  Progress *progress, LocalRun **ret)
+                  LocalRun **ret)
 {
         LocalRun *run = calloc(1, sizeof(*run));
         int r;
 
         if (!run)
                 return -ENOMEM;
-        *run = (LocalRun){ .read = ro, .step = LOCAL_STEP_MIN, .progress = progress };
-        r = run_order_init(&run->order, source, fn, userdata, progress);
+        *run = (LocalRun){ .read = ro, .step = LOCAL_STEP_MIN };
+        r = run_order_init(&run->order, source, fn, userdata);
         if (r < 0) {
                 free(run);
                 return r;
@@ -503,7 +490,6 @@ int run_local_step(LocalRun *run, uint64_t timeout_usec)
                 if (r < 0)
                         return r;
                 if (run_order_finished(&run->order) && !run->running) {
-                        progress_clear(run->progress);
                         run->done = true;
                         return 0;
                 }
@@ -516,10 +502,8 @@ int run_local_step(LocalRun *run, uint64_t timeout_usec)
         r = engine_run_once(run->e, local_wants_more(run) ? 0 : timeout_usec);
         if (r < 0)
                 return r;
-        local_progress(run, run->progress);
         /* What was collected may have been the end: say so now, not after the caller's next wait. */
         if (run_order_finished(&run->order) && !run->running) {
-                progress_clear(run->progress);
                 run->done = true;
                 return 0;
         }
@@ -561,13 +545,12 @@ LocalRun *run_local_free(LocalRun *run)
         return mfree(run);
 }
 
-int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
-              Progress *progress)
+int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata)
 {
         LocalRun *run;
         int r;
 
-        r = run_local_new(source, ro, fn, userdata, progress, &run);
+        r = run_local_new(source, ro, fn, userdata, &run);
         if (r < 0)
                 return r;
         /* Freed explicitly: clang-tidy 14 does not see _cleanup_. */

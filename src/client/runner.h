@@ -89,11 +89,10 @@ typedef struct RunOrder {
         size_t n_items;      /* items pulled so far */
         RunResultFn fn;
         void *userdata;
-        Progress *progress;  /* cleared before each delivery so lines do not mix; may be NULL */
         bool unordered;      /* deliver each result as it comes (RunReadOptions.unordered) */
 } RunOrder;
 
-int run_order_init(RunOrder *o, const RunSource *source, RunResultFn fn, void *userdata, Progress *progress);
+int run_order_init(RunOrder *o, const RunSource *source, RunResultFn fn, void *userdata);
 void run_order_deinit(RunOrder *o);
 /* Pulls the next item from the source: 1 and its index, 0 at the end of the source, or -errno. */
 int run_order_pull(RunOrder *o, size_t *ret_index);
@@ -147,8 +146,7 @@ typedef struct RunReadOptions {
  * soon as they are pulled, and the source is pulled again while there are fewer than a few thousand
  * files queued. Returns 0 once every item was delivered, or -errno if the engine could not start or
  * the source failed. */
-int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
-              Progress *progress);
+int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata);
 
 /* run_local() in steps, for a caller's own loop: step does what is ready, waiting up to
  * timeout_usec for the engine (0: not at all), and returns 1 while the run goes on, 0 once every
@@ -157,7 +155,7 @@ int run_local(const RunSource *source, const RunReadOptions *ro, RunResultFn fn,
  * options must outlive the run. */
 typedef struct LocalRun LocalRun;
 int run_local_new(const RunSource *source, const RunReadOptions *ro, RunResultFn fn, void *userdata,
-                  Progress *progress, LocalRun **ret);
+                  LocalRun **ret);
 int run_local_step(LocalRun *run, uint64_t timeout_usec);
 int run_local_get_fd(LocalRun *run);
 /* Stops hashing: files being hashed end cancelled, and the rest of the source is answered cancelled
