@@ -98,9 +98,6 @@ class _Input(ctypes.Structure):
 
 
 _SourceFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Input))
-_lib.fhash_hash_source.argtypes = [ctypes.c_void_p, _SourceFn, ctypes.c_void_p, ctypes.POINTER(_HashOptions),
-                                   _ResultFn, ctypes.c_void_p, ctypes.POINTER(_Error)]
-_lib.fhash_hash_source.restype = ctypes.c_int
 _lib.fhash_run_source.argtypes = [ctypes.c_void_p, _SourceFn, ctypes.c_void_p, ctypes.POINTER(_HashOptions),
                                   _ResultFn, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]
 _lib.fhash_run_source.restype = ctypes.c_int
@@ -386,21 +383,11 @@ class Client:
         order, while the iterable is still being read; the list of all comes back at the end.
         unordered: results as files complete (Result.index says which), so that a slow file does
         not hold the others back."""
-        src = _source(inputs)
         results: List[Result] = []
-
-        def on_res(r, _):
-            res = _result(r.contents)
-            results.append(res)
+        for r in self.results(inputs, algo, dontcache, unordered):
+            results.append(r)
             if on_result:
-                on_result(res)
-
-        cb = _ResultFn(on_res)
-        opts = _HashOptions(algo.encode(), None, (_HASH_DONTCACHE if dontcache else 0) |
-                            (_HASH_UNORDERED if unordered else 0))
-        err = _Error()
-        if _lib.fhash_hash_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(err)) < 0:
-            _raise(err)
+                on_result(r)
         return results
 
     def results(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
