@@ -89,7 +89,8 @@ static const uint64_t span_sizes[] = {
 static Engine *new_span_engine(IoMode mode, bool einval)
 {
         Engine *e = NULL;
-        EngineConfig cfg = { .io_mode = mode, .buffer_size = SPAN_SLOT, .buffers = 16, .workers = 2,
+        /* 16 slots per shard. */
+        EngineConfig cfg = { .io_mode = mode, .buffer_size = SPAN_SLOT, .buffers = 32, .workers = 2,
                              .direct_request = SPAN_REQ, .test_direct_einval = einval };
 
         assert_int_equal(engine_new(&cfg, &e), 0);
@@ -152,15 +153,19 @@ static void test_span_config(void **state)
 {
         Engine *e = NULL;
 
-        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 16,
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 16, .workers = 1,
                                                       .direct_request = SPAN_SLOT }, &e), 0);
         assert_int_equal(engine_get_direct_span(e), 1);
         engine_free(e);
-        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 64 }, &e), 0);
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 64, .workers = 1 }, &e), 0);
         assert_int_equal(engine_get_direct_span(e), 16);
         engine_free(e);
-        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SLOT, .buffers = 16 }, &e), 0);
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SLOT, .buffers = 16, .workers = 1 }, &e), 0);
         assert_int_equal(engine_get_direct_span(e), 4);
+        engine_free(e);
+        /* Each shard has its part of the pool: a quarter of that. */
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SPAN_SLOT, .buffers = 64, .workers = 2 }, &e), 0);
+        assert_int_equal(engine_get_direct_span(e), 8);
         engine_free(e);
 }
 

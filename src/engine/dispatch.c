@@ -1,58 +1,62 @@
 /* SPDX-License-Identifier: MIT */
-/* dispatch.c: a file's buffers to the hashing workers: one worker per file, the least loaded */
+/* dispatch.c: a file's buffers to the hashing: its own shard's, or, for BLAKE3 pieces, the least
+ * loaded shard's */
 #include <sched.h>
 
 #include "engine/engine-internal.h"
 
-Worker *pick_worker(Engine *e)
+/* The link to the shard with the least queued, the shard itself on a tie. */
+Worker *pick_worker(Shard *s)
 {
-        Worker *best = &e->workers[0];
-        unsigned best_load = atomic_load_explicit(&best->backlog, memory_order_relaxed);
+        Worker *best = &s->links[s->id];
+        unsigned best_load = atomic_load_explicit(&s->backlog, memory_order_relaxed);
 
-        for (unsigned i = 1; i < e->n_workers && best_load > 0; i++) {
-                unsigned l = atomic_load_explicit(&e->workers[i].backlog, memory_order_relaxed);
+        for (unsigned i = 0; i < s->n_shards && best_load > 0; i++) {
+                Shard *o = s->links[i].to;
+                unsigned l = atomic_load_explicit(&o->backlog, memory_order_relaxed);
                 if (l < best_load) {
-                        best = &e->workers[i];
+                        best = &s->links[i];
                         best_load = l;
                 }
         }
         return best;
 }
 
-void send_work(Engine *e, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags)
+/* Queues work on link w (its shard hashes it at its next turn). */
+void link_push(Worker *w, const WorkItem *it)
 {
-        Worker *w;
+        atomic_fetch_add_explicit(&w->to->backlog, 1, memory_order_relaxed);
+        /* The queue holds every buffer plus one marker per slot: it never fills. */
+        while (!spsc_queue_push(&w->in, it))
+                sched_yield();
+        /* Another shard is woken once per turn of the loop (flush_wakes()), not per item. */
+        w->wake_pending = w->to != w->from;
+}
+
+/* A file's buffers are hashed by the shard that read them, in order, on the same core. */
+void send_work(Shard *s, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags)
+{
+        Worker *w = &s->links[s->id];
 
         if (!f->worker_started) {
-                w = pick_worker(e);
-                f->worker = w->id;
+                f->worker = s->id;
                 f->worker_started = true;
-                /* The worker now holds a part of the file until LAST or ABORT. */
+                /* The hashing side now holds a part of the file until LAST or ABORT. */
                 atomic_fetch_add_explicit(&f->parts, 1, memory_order_relaxed);
                 flags |= WORK_FIRST;
-        } else
-                w = &e->workers[f->worker];
-
+        }
         if (flags & (WORK_LAST | WORK_ABORT))
                 f->worker_closed = true;
         if (b)
                 b->owner = BUF_WORKER;
-
-        atomic_fetch_add_explicit(&w->backlog, 1, memory_order_relaxed);
-        /* The queue holds every buffer plus one marker per slot: it never fills. */
-        while (!spsc_queue_push(&w->in, &(WorkItem){ .file = f, .buf = b, .len = len, .flags = flags }))
-                sched_yield();
-        /* Woken once per loop iteration (flush_wakes()), not per item: with small files a futex
-         * wake per file would cost more than hashing it. */
-        w->wake_pending = true;
+        link_push(w, &(WorkItem){ .file = f, .buf = b, .len = len, .flags = flags });
 }
 
-
-void flush_wakes(Engine *e)
+void flush_wakes(Shard *s)
 {
-        for (unsigned i = 0; i < e->n_workers; i++)
-                if (e->workers[i].wake_pending) {
-                        e->workers[i].wake_pending = false;
-                        parker_wake(&e->workers[i].parker);
+        for (unsigned i = 0; i < s->n_shards; i++)
+                if (s->links[i].wake_pending) {
+                        s->links[i].wake_pending = false;
+                        shard_wake(s->links[i].to);
                 }
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* engine-internal.h: state shared by the I/O thread, the workers (worker.c) and the consumer */
+/* engine-internal.h: state shared by the shards (shard.c, worker.c) and the consumer */
 #pragma once
 
 #include <pthread.h>
@@ -31,19 +31,33 @@ typedef struct ReturnItem {
         FileSlot *slot;  /* ... or a finished file slot */
 } ReturnItem;
 
+/*
+ * A hand-off from one shard to the shard that hashes: `from` queues a file's buffers (or a BLAKE3
+ * piece) in `in`, `to` hashes them on its own thread and sends the buffers and finished slots back
+ * in `out`. Every shard has one link to every shard, itself included: its own files are hashed by
+ * itself, at a fixed point of its loop; pieces of a BLAKE3 file go to whichever shard has the least
+ * queued. Each queue has one producer thread and one consumer thread.
+ */
 struct Worker {
-        Engine *engine;
-        unsigned id;
-        int cpu;                       /* -1: not pinned */
-        pthread_t thread;
-        bool started;
-        SpscQueue in;                  /* I/O thread -> worker */
-        SpscQueue out;                 /* worker -> I/O thread: buffers and slots */
-        Parker parker;
-        _Atomic bool stop;
-        bool wake_pending;             /* I/O thread only: items pushed since the last wake */
-        _Alignas(CACHELINE) _Atomic unsigned backlog;  /* items queued, for least-loaded choice */
+        Shard *from;                   /* owns the files and buffers that go through */
+        Shard *to;                     /* hashes them */
+        SpscQueue in;                  /* from -> to */
+        SpscQueue out;                 /* to -> from: buffers and slots */
+        bool wake_pending;             /* from only: items pushed since the last wake of `to` */
 };
+
+/* A job as one shard sees it: on the shard's list of jobs with inputs to open, its files open there,
+ * its share of the shard's slots (sched.c). Only the shard's thread touches its entry. */
+typedef struct JobShard {
+        EngineJob *job;
+        bool in_active;      /* on its group's list of jobs with inputs left to open */
+        bool cancel_seen;
+        bool released;       /* the shard let go of the job (job_shard_release()) */
+        bool sched_active;   /* counted in group->n_active_jobs */
+        unsigned n_open;     /* its files on the shard's open list */
+        ShareGroup *group;
+        struct JobShard *active_next;
+} JobShard;
 
 typedef struct JobInput {
         char *path;   /* NULL for fd inputs */
@@ -75,18 +89,16 @@ struct EngineJob {
         EngineFileResult **reorder;
         size_t next_deliver;
 
-        /* I/O thread side. */
-        size_t next_input;   /* inputs before this one have a slot or a result */
-        bool in_active;      /* on its group's list of jobs with inputs left to open */
-        bool cancel_seen;
-        EngineJob *active_next;
-        ShareGroup *group;
-        unsigned n_open;     /* its files on the open list */
-        bool sched_active;   /* counted in group->n_active_jobs */
+        /* Shard side: the next input to claim (every shard takes inputs from the same counter, so
+         * the first shard with a free slot opens the next file), and each shard's view. */
+        _Atomic size_t next_input;
+        JobShard *shards;
 
         /* Any thread. */
         _Atomic bool cancel_requested;
-        _Atomic size_t results_pending;  /* inputs without a published result */
+        /* Inputs without a published result, plus the shards that still hold the job on a list:
+         * whoever takes it to 0 posts the job's end (event.c). */
+        _Atomic size_t results_pending;
         _Atomic uint64_t bytes_done, bytes_total;
         _Atomic size_t files_done, files_failed;
         _Atomic uint64_t start_usec;
@@ -105,17 +117,26 @@ typedef struct Event {
         EngineFileResult file;
 } Event;
 
-struct Engine {
-        EngineConfig config;
-        unsigned n_workers;
+/*
+ * A shard: one thread, pinned to one core, with its own io_uring ring, its share of the registered
+ * pool and of the small-file slots, its own file slots and share groups. It opens, reads and hashes
+ * the files it takes, start to end, so a buffer is hashed on the core that read it, and no thread
+ * feeds another; BLAKE3 pieces alone go to other shards. Everything here is the shard thread's
+ * unless marked.
+ */
+struct Shard {
+        Engine *engine;
+        unsigned id;
+        int cpu;                      /* -1: not pinned */
+        EngineConfig config;          /* the engine's */
         size_t buffer_size;
         unsigned n_buffers;
         unsigned max_open;
+        unsigned n_shards;
 
         /* Buffers: the pool proper (n_buffers slots) and one small slot per open file (up to a cap)
          * for files that fit in one, so that every small file open can have its read in flight,
-         * where 16 pool slots of 1 MiB allowed 16. bufs[i] describes the pool's slot i. I/O thread
-         * only, like the pool's free lists. */
+         * where 16 pool slots of 1 MiB allowed 16. bufs[i] describes the pool's slot i. */
         Pool pool;
         Buffer *bufs;
         size_t small_size;
@@ -126,26 +147,29 @@ struct Engine {
          * the first max_open are held (see "Fair share and stalls" in engine.h). */
         FileSlot *slots;
         unsigned n_slots;
-        FileSlot *free_slots;         /* I/O thread only */
-        FileSlot *open_head, *open_tail;  /* slots in flight, I/O thread only */
+        FileSlot *free_slots;
+        FileSlot *open_head, *open_tail;  /* slots in flight */
         FileSlot *read_cursor;        /* round-robin position for issuing reads */
         unsigned n_open;              /* slots on the open list */
         unsigned open_cap;            /* lowered when the process runs out of fds */
         unsigned n_zombies;           /* slots of stalled files whose result is out, waiting for the kernel */
         unsigned n_fds;               /* fds the open slots hold */
         FileSlot *deferred;           /* opens waiting for an fd to be freed */
+        uint64_t fds_closed_seen;     /* engine->fds_closed when the deferred opens last went */
+        _Atomic bool has_deferred;    /* any thread: deferred is not empty */
 
-        Worker *workers;
+        Worker *links;                /* n_shards: links[k] hands work to shard k */
+        _Alignas(CACHELINE) _Atomic unsigned backlog;  /* any thread: items queued to this shard, for
+                                                        * the least-loaded choice of pieces */
 
-        /* I/O thread. */
-        pthread_t io_thread;
-        bool io_started;
+        pthread_t thread;
+        bool started;
         IoRing *ring;
         IoMode io_mode;
-        int wake_fd;                  /* eventfd: wakes the I/O thread */
+        int wake_fd;                  /* eventfd: wakes the shard out of its ring */
         Parker io_parker;
-        bool dontcache_ok;
         bool linked;                  /* path inputs may use the linked chain (EngineOpenMode) */
+        bool quiet;                   /* shutting down: counted in engine->n_quiet */
         ShareGroup *groups;           /* every share group */
         ShareGroup *wait_head, *wait_tail;  /* groups with jobs with inputs left to open, in turn */
         unsigned n_wait_groups;
@@ -154,22 +178,37 @@ struct Engine {
         uint64_t stall_timeout;
         uint64_t now;                 /* CLOCK_MONOTONIC, once per turn of the loop */
         uint64_t next_stall_check;
-        int init_result;
-        pthread_mutex_t init_lock;
-        pthread_cond_t init_cond;
+        int init_result;              /* under engine->init_lock */
         bool init_done;
 
-        /* Consumer -> I/O thread control. */
+        /* Consumer -> shard control, under control_lock. */
         pthread_mutex_t control_lock;
         EngineJob **new_jobs;
         size_t n_new_jobs, n_new_jobs_alloc;
         int *close_fds;               /* fds of unstarted jobs, closed through the ring */
         size_t n_close_fds, n_close_fds_alloc;
         _Atomic bool control_pending;
-        _Atomic bool cancel_pending;
-        _Atomic bool shutdown;
+        _Atomic bool cancel_pending;  /* also: a job's last input was claimed elsewhere (sweep) */
+};
 
-        /* Workers / I/O thread -> consumer. */
+struct Engine {
+        EngineConfig config;
+        unsigned n_shards;
+        Shard *shards;
+        size_t buffer_size;
+        unsigned n_buffers;           /* over all shards */
+        unsigned max_open;            /* over all shards */
+
+        pthread_mutex_t init_lock;
+        pthread_cond_t init_cond;
+        bool started;                 /* shard threads were started */
+        _Atomic bool shutdown;
+        _Atomic unsigned n_quiet;     /* shards with nothing left to do after shutdown */
+        _Atomic bool dontcache_ok;
+        _Atomic unsigned n_fds;       /* fds the shards' open slots hold, together */
+        _Atomic uint64_t fds_closed;  /* closes of those, ever: deferred opens retry on each */    /* cleared when a read refuses RWF_DONTCACHE: plain reads from then on */
+
+        /* Shards -> consumer. */
         pthread_mutex_t event_lock;
         Event *events;
         size_t n_events, n_events_alloc;
@@ -179,38 +218,52 @@ struct Engine {
         int event_fd;
 
         EngineJob *live_jobs;         /* consumer only */
-        bool io_gone;                 /* consumer only: the I/O thread ended, close fds directly */
+        bool io_gone;                 /* consumer only: the shards ended, close fds directly */
 
         _Atomic uint64_t bytes_hashed;
-        _Atomic uint64_t files_linked;   /* written by the I/O thread only */
+        _Atomic uint64_t files_linked;
         _Atomic unsigned files_queued;
 };
 
-/* worker.c */
-int worker_start(Worker *w, Engine *e, unsigned id, int cpu, size_t queue_capacity);
-void worker_stop(Worker *w);
+static inline JobShard *job_shard(const Shard *s, EngineJob *j)
+{
+        return &j->shards[s->id];
+}
 
-/* dispatch.c: work to the hashing workers. */
-void send_work(Engine *e, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags);
-Worker *pick_worker(Engine *e);
-void flush_wakes(Engine *e);
+/* worker.c: hashing, on the shard the work was handed to. */
+int worker_init(Worker *w, Shard *from, Shard *to, size_t queue_capacity);
+void worker_deinit(Worker *w);
+/* Hashes what every shard queued to s; true if there was anything. */
+bool shard_hash_work(Shard *s);
+bool shard_work_pending(Shard *s);
+
+/* dispatch.c: work to the hashing shard. */
+void send_work(Shard *s, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags);
+Worker *pick_worker(Shard *s);
+void link_push(Worker *w, const WorkItem *it);
+void flush_wakes(Shard *s);
 
 /* event.c: results to the consumer. */
 void event_push(Engine *e, const Event *ev);
 void post_result(Engine *e, EngineJob *j, const EngineFileResult *r);
 void post_simple(Engine *e, EngineJob *j, size_t input, EngineFileStatus st, int error);
-/* Called by whichever side lets go of a file last (a worker, or the I/O thread with from NULL):
- * publishes its result and recycles the slot. */
-void engine_file_release(Engine *e, FileSlot *f, Worker *from);
+/* Called by whichever side lets go of a file last (the hashing shard through `from`, or the owning
+ * shard s with from NULL): publishes its result and recycles the slot. */
+void engine_file_release(Shard *s, FileSlot *f, Worker *from);
+/* Shard s lets go of job j: it is on none of its lists any more. May post the job's end: j must not
+ * be touched after. */
+void job_shard_release(Shard *s, EngineJob *j);
 
 /* sched.c: which inputs open next. */
-bool open_more(Engine *e);
-void handle_control(Engine *e);
+bool open_more(Shard *s);
+void handle_control(Shard *s);
 
 /* job.c */
 /* Closes fd through the ring (the consumer must not: a FUSE flush may block forever). */
 void engine_close_later(Engine *e, int fd);
 
-/* io-thread.c */
-void *io_main(void *arg);
-void io_wake(Engine *e);
+/* shard.c */
+void *shard_main(void *arg);
+/* Tells engine_new() that s is ready (result 0) or cannot run. */
+void shard_init_done(Shard *s, int result);
+void shard_wake(Shard *s);

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -59,6 +60,95 @@ static unsigned online_cpus(int *cpus, unsigned max)
         return n;
 }
 
+static unsigned div_up(unsigned a, unsigned b)
+{
+        return (a + b - 1) / b;
+}
+
+/* Shard i's share of the engine: its part of the pool, of the small slots and of the files open. */
+static int shard_init(Engine *e, Shard *s, unsigned id, int cpu)
+{
+        int k;
+
+        s->engine = e;
+        s->id = id;
+        s->cpu = cpu;
+        s->config = e->config;
+        s->n_shards = e->n_shards;
+        s->wake_fd = -EBADF;
+        s->buffer_size = e->buffer_size;
+        s->n_buffers = div_up(e->n_buffers, e->n_shards);
+        s->max_open = div_up(e->max_open, e->n_shards);
+        s->open_cap = s->max_open;
+        s->n_slots = 2 * s->max_open;
+        s->stall_timeout = e->config.stall_timeout_usec ? e->config.stall_timeout_usec : ENGINE_STALL_TIMEOUT_DEFAULT;
+        pthread_mutex_init(&s->control_lock, NULL);
+
+        s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->wake_fd < 0)
+                return -errno;
+
+        /* Small slots only where they are smaller than the pool's, and never past the kernel's
+         * caps on what one process registers (16384 buffers). */
+        if (s->buffer_size > SMALL_SLOT_SIZE && (size_t)s->n_buffers + SMALL_SLOTS_MAX <= ENGINE_MAX_BUFFERS) {
+                s->small_size = SMALL_SLOT_SIZE;
+                s->n_small = MIN(s->max_open, SMALL_SLOTS_MAX);
+        }
+        k = pool_init(&s->pool, s->buffer_size, s->n_buffers, s->small_size, s->n_small);
+        if (k < 0)
+                return k;
+        s->bufs = calloc(s->n_buffers + s->n_small, sizeof(Buffer));
+        s->slots = calloc(s->n_slots, sizeof(FileSlot));
+        s->links = calloc(e->n_shards, sizeof(Worker));
+        if (!s->bufs || !s->slots || !s->links)
+                return -ENOMEM;
+        for (unsigned i = 0; i < s->n_buffers + s->n_small; i++)
+                s->bufs[i] = (Buffer){ .data = pool_data(&s->pool, i), .slot = i, .index = (int)i, .span = 1,
+                                       .small = pool_is_small(&s->pool, i) };
+        /* Hash contexts for the first max_open slots now; the others' when first used. */
+        for (unsigned i = s->n_slots; i-- > 0;) {
+                if (i < s->max_open) {
+                        k = hash_ctx_new(&s->slots[i].ctx);
+                        if (k < 0)
+                                return k;
+                }
+                s->slots[i].fd = -EBADF;
+                slot_free(s, &s->slots[i]);
+        }
+        /* Links to every shard: each carries s's buffers and slot markers, so it never fills. */
+        for (unsigned i = 0; i < e->n_shards; i++) {
+                k = worker_init(&s->links[i], s, &e->shards[i], (size_t)s->n_buffers + s->n_small + s->n_slots + 1);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static void shard_deinit(Shard *s)
+{
+        if (!s->engine)
+                return;
+        for (size_t i = 0; i < s->n_close_fds; i++)
+                safe_close(s->close_fds[i]);
+        free(s->close_fds);
+        free(s->new_jobs);
+        ioring_free(s->ring);
+        sched_free_all(s);
+        for (unsigned i = 0; s->slots && i < s->n_slots; i++) {
+                hash_ctx_free(s->slots[i].ctx);
+                for (unsigned k = 0; k < ELEMENTSOF(s->slots[i].ctx_more); k++)
+                        hash_ctx_free(s->slots[i].ctx_more[k]);
+        }
+        free(s->slots);
+        free(s->bufs);
+        for (unsigned i = 0; s->links && i < s->n_shards; i++)
+                worker_deinit(&s->links[i]);
+        free(s->links);
+        pool_deinit(&s->pool);
+        safe_close(s->wake_fd);
+        pthread_mutex_destroy(&s->control_lock);
+}
+
 int engine_new(const EngineConfig *config, Engine **ret)
 {
         EngineConfig cfg = config ? *config : (EngineConfig){};
@@ -85,79 +175,60 @@ int engine_new(const EngineConfig *config, Engine **ret)
         if (!e)
                 return -ENOMEM;
         e->config = cfg;
-        e->wake_fd = e->event_fd = -EBADF;
+        e->event_fd = -EBADF;
         e->dontcache_ok = true;
-        pthread_mutex_init(&e->control_lock, NULL);
         pthread_mutex_init(&e->event_lock, NULL);
         pthread_mutex_init(&e->init_lock, NULL);
         pthread_cond_init(&e->init_cond, NULL);
 
         n_cpus = online_cpus(cpus, ELEMENTSOF(cpus));
-        e->n_workers = cfg.workers ? cfg.workers : n_cpus;
+        e->n_shards = cfg.workers ? cfg.workers : n_cpus;
         e->buffer_size = cfg.buffer_size ? ALIGN_TO(cfg.buffer_size, (size_t)4096) : DEFAULT_BUFFER_SIZE;
-        e->n_buffers = cfg.buffers ? cfg.buffers : MAX((unsigned)DEFAULT_BUFFERS, 4 * e->n_workers);
+        e->n_buffers = cfg.buffers ? cfg.buffers : MAX((unsigned)DEFAULT_BUFFERS, 4 * e->n_shards);
         e->max_open = cfg.max_open ? cfg.max_open : DEFAULT_MAX_OPEN;
-        e->open_cap = e->max_open;
-        e->n_slots = 2 * e->max_open;
-        e->stall_timeout = cfg.stall_timeout_usec ? cfg.stall_timeout_usec : ENGINE_STALL_TIMEOUT_DEFAULT;
 
-        e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         e->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (e->wake_fd < 0 || e->event_fd < 0) {
+        if (e->event_fd < 0) {
                 k = -errno;
                 goto fail;
         }
-
-        /* Small slots only where they are smaller than the pool's, and never past the kernel's
-         * caps on what one process registers (16384 buffers). */
-        if (e->buffer_size > SMALL_SLOT_SIZE && (size_t)e->n_buffers + SMALL_SLOTS_MAX <= ENGINE_MAX_BUFFERS) {
-                e->small_size = SMALL_SLOT_SIZE;
-                e->n_small = MIN(e->max_open, SMALL_SLOTS_MAX);
-        }
-        k = pool_init(&e->pool, e->buffer_size, e->n_buffers, e->small_size, e->n_small);
-        if (k < 0)
-                goto fail;
-        e->bufs = calloc(e->n_buffers + e->n_small, sizeof(Buffer));
-        e->slots = calloc(e->n_slots, sizeof(FileSlot));
-        e->workers = calloc(e->n_workers, sizeof(Worker));
-        if (!e->bufs || !e->slots || !e->workers) {
+        e->shards = calloc(e->n_shards, sizeof(Shard));
+        if (!e->shards) {
                 k = -ENOMEM;
                 goto fail;
         }
-        for (unsigned i = 0; i < e->n_buffers + e->n_small; i++)
-                e->bufs[i] = (Buffer){ .data = pool_data(&e->pool, i), .slot = i, .index = (int)i, .span = 1,
-                                       .small = pool_is_small(&e->pool, i) };
-        /* Hash contexts for the first max_open slots now; the others' when first used. */
-        for (unsigned i = e->n_slots; i-- > 0;) {
-                if (i < e->max_open) {
-                        k = hash_ctx_new(&e->slots[i].ctx);
-                        if (k < 0)
-                                goto fail;
-                }
-                e->slots[i].fd = -EBADF;
-                slot_free(e, &e->slots[i]);
-        }
-
-        for (unsigned i = 0; i < e->n_workers; i++) {
-                k = worker_start(&e->workers[i], e, i, cfg.no_pin ? -1 : cpus[i % n_cpus],
-                                 (size_t)e->n_buffers + e->n_small + e->n_slots + 1);
+        for (unsigned i = 0; i < e->n_shards; i++) {
+                k = shard_init(e, &e->shards[i], i, cfg.no_pin ? -1 : cpus[i % n_cpus]);
                 if (k < 0)
                         goto fail;
         }
 
-        k = -pthread_create(&e->io_thread, NULL, io_main, e);
-        if (k < 0)
-                goto fail;
-        (void)pthread_setname_np(e->io_thread, "fhash-io");
-        pthread_mutex_lock(&e->init_lock);
-        while (!e->init_done)
-                pthread_cond_wait(&e->init_cond, &e->init_lock);
-        pthread_mutex_unlock(&e->init_lock);
-        e->io_started = true;
-        if (e->init_result < 0) {
-                k = e->init_result;
-                goto fail;
+        e->started = true;
+        for (unsigned i = 0; i < e->n_shards; i++) {
+                Shard *s = &e->shards[i];
+                char name[32];
+
+                k = -pthread_create(&s->thread, NULL, shard_main, s);
+                if (k < 0) {
+                        /* This one and those after never run; engine_free() ends the others. */
+                        for (unsigned r = i; r < e->n_shards; r++)
+                                shard_init_done(&e->shards[r], k);
+                        break;
+                }
+                s->started = true;
+                snprintf(name, sizeof(name), "fhash-shard%u", i);
+                (void)pthread_setname_np(s->thread, name);
         }
+        pthread_mutex_lock(&e->init_lock);
+        for (unsigned i = 0; i < e->n_shards; i++)
+                while (!e->shards[i].init_done)
+                        pthread_cond_wait(&e->init_cond, &e->init_lock);
+        pthread_mutex_unlock(&e->init_lock);
+        for (unsigned i = 0; i < e->n_shards; i++)
+                if (e->shards[i].init_result < 0) {
+                        k = e->shards[i].init_result;
+                        goto fail;
+                }
 
         *ret = e;
         return 0;
@@ -172,22 +243,27 @@ Engine *engine_free(Engine *e)
         if (!e)
                 return NULL;
 
-        if (e->io_started) {
-                if (e->init_result >= 0) {
-                        atomic_store(&e->shutdown, true);
-                        atomic_store(&e->control_pending, true);
-                        io_wake(e);
-                        (void)!write(e->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+        if (e->started) {
+                /* Shards that started wait in their loop for the others to be quiet: one that failed
+                 * to set up counts as quiet from the start. */
+                for (unsigned i = 0; i < e->n_shards; i++)
+                        if (e->shards[i].init_result < 0)
+                                atomic_fetch_add(&e->n_quiet, 1);
+                atomic_store(&e->shutdown, true);
+                for (unsigned i = 0; i < e->n_shards; i++) {
+                        Shard *s = &e->shards[i];
+                        if (s->init_result < 0)
+                                continue;
+                        atomic_store(&s->control_pending, true);
+                        shard_wake(s);
+                        (void)!write(s->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
                 }
-                (void)pthread_join(e->io_thread, NULL);
+                for (unsigned i = 0; i < e->n_shards; i++)
+                        if (e->shards[i].started)
+                                (void)pthread_join(e->shards[i].thread, NULL);
         }
-        for (unsigned i = 0; e->workers && i < e->n_workers; i++)
-                worker_stop(&e->workers[i]);
         /* From here on the fds jobs still hold can only be closed here. */
         e->io_gone = true;
-        for (size_t i = 0; i < e->n_close_fds; i++)
-                safe_close(e->close_fds[i]);
-        free(e->close_fds);
 
         /* Jobs outlive the engine while anyone holds them: from here on they must not reach for it.
          * Done before the references below are dropped, since dropping one may free a job, and a
@@ -196,10 +272,10 @@ Engine *engine_free(Engine *e)
                 j->engine = NULL;
         e->live_jobs = NULL;
 
-        /* Jobs queued but never seen by the I/O thread, and undelivered events, hold references. */
-        for (size_t i = 0; i < e->n_new_jobs; i++)
-                engine_job_unref(e->new_jobs[i]);
-        free(e->new_jobs);
+        /* Jobs queued but never seen by a shard, and undelivered events, hold references: a job is
+         * queued to every shard with one reference, so shard 0's list holds them all. */
+        for (size_t i = 0; e->shards && i < e->shards[0].n_new_jobs; i++)
+                engine_job_unref(e->shards[0].new_jobs[i]);
         for (size_t i = 0; i < e->n_events; i++)
                 if (e->events[i].type == EVENT_JOB) {
                         e->events[i].job->finished = true;
@@ -214,20 +290,10 @@ Engine *engine_free(Engine *e)
                 }
         free(e->events);
         free(e->dispatching);
-        ioring_free(e->ring);
-        sched_free_all(e);
-        for (unsigned i = 0; e->slots && i < e->n_slots; i++) {
-                hash_ctx_free(e->slots[i].ctx);
-                for (unsigned k = 0; k < ELEMENTSOF(e->slots[i].ctx_more); k++)
-                        hash_ctx_free(e->slots[i].ctx_more[k]);
-        }
-        free(e->slots);
-        free(e->bufs);
-        free(e->workers);
-        pool_deinit(&e->pool);
-        safe_close(e->wake_fd);
+        for (unsigned i = 0; e->shards && i < e->n_shards; i++)
+                shard_deinit(&e->shards[i]);
+        free(e->shards);
         safe_close(e->event_fd);
-        pthread_mutex_destroy(&e->control_lock);
         pthread_mutex_destroy(&e->event_lock);
         pthread_mutex_destroy(&e->init_lock);
         pthread_cond_destroy(&e->init_cond);
@@ -240,14 +306,15 @@ int engine_get_fd(Engine *e)
         return e->event_fd;
 }
 
+/* Every shard's ring was set up the same way; the first speaks for all. */
 IoMode engine_get_io_mode(Engine *e)
 {
-        return e->io_mode;
+        return e->shards[0].io_mode;
 }
 
 unsigned engine_get_workers(Engine *e)
 {
-        return e->n_workers;
+        return e->n_shards;
 }
 
 size_t engine_get_buffer_size(Engine *e)
@@ -262,12 +329,12 @@ unsigned engine_get_buffers(Engine *e)
 
 unsigned engine_get_direct_span(Engine *e)
 {
-        return e->max_span;
+        return e->shards[0].max_span;
 }
 
 EngineOpenMode engine_get_open_mode(Engine *e)
 {
-        return e->linked ? ENGINE_OPEN_LINKED : ENGINE_OPEN_CLASSIC;
+        return e->shards[0].linked ? ENGINE_OPEN_LINKED : ENGINE_OPEN_CLASSIC;
 }
 
 uint64_t engine_get_files_linked(Engine *e)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* event.c: results to the consumer: one posting array, one eventfd, delivered by engine_dispatch() */
+#include <assert.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -61,17 +62,13 @@ void event_push(Engine *e, const Event *ev)
  * job's end, and the consumer would free the job before reading that file. The caller must not
  * touch the job after this returns: once its last result is out, the consumer may free it.
  */
-void post_result(Engine *e, EngineJob *j, const EngineFileResult *r)
+static void job_count_down(Engine *e, EngineJob *j, const EngineFileResult *r)
 {
-        bool was_empty;
-
-        atomic_fetch_add(&j->files_done, 1);
-        if (r->status != ENGINE_FILE_OK)
-                atomic_fetch_add(&j->files_failed, 1);
-        atomic_fetch_sub(&e->files_queued, 1);
+        bool was_empty = false;
 
         pthread_mutex_lock(&e->event_lock);
-        was_empty = event_push_locked(e, &(Event){ .type = EVENT_FILE, .job = j, .file = *r });
+        if (r)
+                was_empty = event_push_locked(e, &(Event){ .type = EVENT_FILE, .job = j, .file = *r });
         if (atomic_fetch_sub(&j->results_pending, 1) == 1) {
                 bool cancelled = atomic_load(&j->cancel_requested);
                 was_empty |= event_push_locked(e, &(Event){ .type = EVENT_JOB, .job = j,
@@ -83,6 +80,26 @@ void post_result(Engine *e, EngineJob *j, const EngineFileResult *r)
                 (void)!write(e->event_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 }
 
+void post_result(Engine *e, EngineJob *j, const EngineFileResult *r)
+{
+        atomic_fetch_add(&j->files_done, 1);
+        if (r->status != ENGINE_FILE_OK)
+                atomic_fetch_add(&j->files_failed, 1);
+        atomic_fetch_sub(&e->files_queued, 1);
+        job_count_down(e, j, r);
+}
+
+/* Each shard holds a job from engine_job_start() until it is on none of its lists: counted in
+ * results_pending with the inputs, so the job's end cannot pass a shard that still reads it. */
+void job_shard_release(Shard *s, EngineJob *j)
+{
+        JobShard *js = job_shard(s, j);
+
+        assert(!js->released);
+        js->released = true;
+        job_count_down(s->engine, j, NULL);
+}
+
 void post_simple(Engine *e, EngineJob *j, size_t input, EngineFileStatus st, int error)
 {
         post_result(e, j, &(EngineFileResult){ .index = input, .status = st, .error = st == ENGINE_FILE_ERROR ? error : 0,
@@ -91,8 +108,9 @@ void post_simple(Engine *e, EngineJob *j, size_t input, EngineFileStatus st, int
 
 /* Called by whichever side lets go of a file last: publishes its result (unless a stall did),
  * recycles the slot. */
-void engine_file_release(Engine *e, FileSlot *f, Worker *from)
+void engine_file_release(Shard *s, FileSlot *f, Worker *from)
 {
+        Engine *e = s->engine;
         EngineFileResult r;
 
         if (atomic_fetch_sub_explicit(&f->parts, 1, memory_order_acq_rel) != 1)
@@ -111,13 +129,13 @@ void engine_file_release(Engine *e, FileSlot *f, Worker *from)
                 post_result(e, f->job, &r);
 
         if (from) {
-                /* The slot belongs to the I/O thread's free list: send it home. */
+                /* The slot belongs to its shard's free list: send it home. */
                 while (!spsc_queue_push(&from->out, &(ReturnItem){ .slot = f }))
                         sched_yield();
-                if (parker_claim_wake(&e->io_parker))
-                        (void)!write(e->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+                if (from->from != from->to)
+                        shard_wake(from->from);
         } else
-                slot_free(e, f);
+                slot_free(s, f);
 }
 
 static void deliver_file(EngineJob *j, const EngineFileResult *r)

@@ -7,15 +7,15 @@
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
 
-void slot_free(Engine *e, FileSlot *f)
+void slot_free(Shard *s, FileSlot *f)
 {
         if (f->zombie)
-                e->n_zombies--;
+                s->n_zombies--;
         f->state = FILE_FREE;
         f->job = NULL;
         f->zombie = false;
-        f->next = e->free_slots;
-        e->free_slots = f;
+        f->next = s->free_slots;
+        s->free_slots = f;
 }
 
 void file_set_error(FileSlot *f, EngineFileStatus st, int error)
@@ -28,14 +28,14 @@ void file_set_error(FileSlot *f, EngineFileStatus st, int error)
 
 /* A failed or cancelled file's FIFO: buffers whose read has come back (complete or not) are not
  * wanted any more and go back to the pool; those still in flight stay until their completion. */
-void file_drop_idle_buffers(Engine *e, FileSlot *f)
+void file_drop_idle_buffers(Shard *s, FileSlot *f)
 {
         f->fifo_tail = NULL;
         for (Buffer **p = &f->fifo_head; *p;) {
                 Buffer *b = *p;
                 if (!b->in_flight) {
                         *p = b->next;
-                        buffer_put(e, b);
+                        buffer_put(s, b);
                 } else {
                         f->fifo_tail = b;
                         p = &b->next;
@@ -44,56 +44,56 @@ void file_drop_idle_buffers(Engine *e, FileSlot *f)
 }
 
 /* Asks the kernel to end f's operations in flight (they come back -ECANCELED, or done). */
-static void file_cancel_ops(Engine *e, FileSlot *f)
+static void file_cancel_ops(Shard *s, FileSlot *f)
 {
         if (f->linked)
-                linked_abort(e, f);
+                linked_abort(s, f);
         else {
                 if (f->fd >= 0)
-                        ioring_cancel_fd(e->ring, f->fd, TAG(f, OP_CANCEL));
+                        ioring_cancel_fd(s->ring, f->fd, TAG(f, OP_CANCEL));
                 else
-                        ioring_cancel_tag(e->ring, TAG(f, OP_OPEN), TAG(f, OP_CANCEL));
+                        ioring_cancel_tag(s->ring, TAG(f, OP_OPEN), TAG(f, OP_CANCEL));
                 f->ops++;
         }
 }
 
 /* Stops a file: no more reads, in-flight operations cancelled (when the job is cancelled or the
  * file stalled: an error's are coming back anyway), the worker told to drop it. */
-void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error)
+void file_abort(Shard *s, FileSlot *f, EngineFileStatus st, int error)
 {
         file_set_error(f, st, error);
         if (f->state == FILE_DRAINING || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
                 return;
         if (f->reopen)
-                deferred_remove(e, f);
+                deferred_remove(s, f);
         f->state = FILE_DRAINING;
         f->eof = true;
 
-        file_drop_idle_buffers(e, f);
+        file_drop_idle_buffers(s, f);
         while (f->cv_wait) {
                 Buffer *b = f->cv_wait;
                 f->cv_wait = b->next;
-                buffer_put(e, b);
+                buffer_put(s, b);
         }
 
         if (f->worker_started && !f->worker_closed)
-                send_work(e, f, NULL, 0, WORK_ABORT);
+                send_work(s, f, NULL, 0, WORK_ABORT);
 
         /* A read from a pipe or a blocked open may never complete by itself. */
         if (f->ops > 0 && (st == ENGINE_FILE_CANCELLED || f->stalled))
-                file_cancel_ops(e, f);
+                file_cancel_ops(s, f);
 }
 
-void file_close(Engine *e, FileSlot *f)
+void file_close(Shard *s, FileSlot *f)
 {
-        ioring_close(e->ring, f->fd, TAG(f, OP_CLOSE));
+        ioring_close(s->ring, f->fd, TAG(f, OP_CLOSE));
         f->ops++;
         f->fd = -EBADF;
 }
 
 /* The I/O side is finished: close the fd (after a last statx for the change check, which for an
  * untrusted file system goes through the ring and closes when it is back: see file_op_done()). */
-void file_finish_io(Engine *e, FileSlot *f)
+void file_finish_io(Shard *s, FileSlot *f)
 {
         if (f->ops > 0 || f->pieces_out > 0 || f->state == FILE_CLOSING || f->state == FILE_IO_DONE)
                 return;
@@ -102,22 +102,22 @@ void file_finish_io(Engine *e, FileSlot *f)
                 f->state = FILE_CLOSING;
                 if (f->status == ENGINE_FILE_OK && f->check_change && f->stat_ok) {
                         if (f->untrusted) {
-                                ioring_statx(e->ring, f->fd, FILE_STATX_MASK, &f->stx_after, TAG(f, OP_STATX));
+                                ioring_statx(s->ring, f->fd, FILE_STATX_MASK, &f->stx_after, TAG(f, OP_STATX));
                                 f->ops++;
                                 return;
                         }
                         f->stat_after_ok = file_stat(f->fd, &f->stx_after) >= 0;
                         file_check_change(f);
                 }
-                file_close(e, f);
+                file_close(s, f);
                 return;
         }
 
         f->state = FILE_IO_DONE;
-        open_list_remove(e, f);
+        open_list_remove(s, f);
         if (f->worker_started && !f->worker_closed)
-                send_work(e, f, NULL, 0, f->status == ENGINE_FILE_OK ? WORK_LAST : WORK_ABORT);
-        engine_file_release(e, f, NULL);
+                send_work(s, f, NULL, 0, f->status == ENGINE_FILE_OK ? WORK_LAST : WORK_ABORT);
+        engine_file_release(s, f, NULL);
 }
 
 static bool stx_time_eq(const struct statx_timestamp *a, const struct statx_timestamp *b)
@@ -146,24 +146,24 @@ void file_check_change(FileSlot *f)
 }
 
 /* Hands buffers that are complete, in file order, to the file's worker. */
-void file_dispatch_ready(Engine *e, FileSlot *f)
+void file_dispatch_ready(Shard *s, FileSlot *f)
 {
         while (f->fifo_head && f->fifo_head->done) {
                 Buffer *b = QUEUE_POP_BY(next, f->fifo_head, f->fifo_tail);
                 uint32_t flags = 0;
 
                 if (b->got == 0) {
-                        buffer_put(e, b);
+                        buffer_put(s, b);
                         continue;
                 }
                 f->read_bytes += b->got;
                 if (f->parallel) {
-                        send_piece(e, f, b);
+                        send_piece(s, f, b);
                         continue;
                 }
                 if (!f->stream && f->read_bytes >= f->size)
                         flags |= WORK_LAST;
-                send_work(e, f, b, b->got, flags);
+                send_work(s, f, b, b->got, flags);
         }
 
         if (f->eof && !f->fifo_head && f->reads_in_flight == 0 && f->state == FILE_READING) {
@@ -171,8 +171,8 @@ void file_dispatch_ready(Engine *e, FileSlot *f)
                         if (f->pieces_out > 0 || f->cv_wait)
                                 return; /* the last CVs are still to come */
                 } else if (!f->worker_closed)
-                        send_work(e, f, NULL, 0, WORK_LAST);
-                file_finish_io(e, f);
+                        send_work(s, f, NULL, 0, WORK_LAST);
+                file_finish_io(s, f);
         }
 }
 
@@ -217,20 +217,20 @@ void file_result(const FileSlot *f, EngineFileResult *ret)
  * its result stands), its operations are cancelled, and file_try_detach() posts its result and
  * gives its share back as soon as the worker has let go, even if the kernel never answers.
  */
-void file_stall(Engine *e, FileSlot *f)
+void file_stall(Shard *s, FileSlot *f)
 {
         f->stalled = true;
         if (f->state != FILE_CLOSING || f->fd >= 0) {
                 file_set_error(f, ENGINE_FILE_ERROR, -ETIMEDOUT);
                 if (f->state == FILE_CLOSING)
-                        file_cancel_ops(e, f); /* an untrusted file's statx after reading */
+                        file_cancel_ops(s, f); /* an untrusted file's statx after reading */
                 else
-                        file_abort(e, f, ENGINE_FILE_ERROR, -ETIMEDOUT);
+                        file_abort(s, f, ENGINE_FILE_ERROR, -ETIMEDOUT);
         }
-        file_try_detach(e, f);
+        file_try_detach(s, f);
 }
 
-void file_try_detach(Engine *e, FileSlot *f)
+void file_try_detach(Shard *s, FileSlot *f)
 {
         EngineFileResult r;
 
@@ -240,13 +240,13 @@ void file_try_detach(Engine *e, FileSlot *f)
         /* Buffers the kernel still fills are nobody's share any more, nor is the slot. */
         for (Buffer *b = f->fifo_head; b; b = b->next)
                 if (b->group) {
-                        sched_uncharge_buffer(e, b->group, pool_is_small(&e->pool, b->slot));
+                        sched_uncharge_buffer(s, b->group, pool_is_small(&s->pool, b->slot));
                         b->group = NULL;
                 }
-        open_list_remove(e, f);
+        open_list_remove(s, f);
         f->zombie = true;
-        e->n_zombies++;
-        post_result(e, f->job, &r);
+        s->n_zombies++;
+        post_result(s->engine, f->job, &r);
         f->posted = true;
         f->job = NULL;
 }

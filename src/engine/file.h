@@ -10,6 +10,7 @@
 #include "hash/hash.h"
 
 typedef struct Engine Engine;
+typedef struct Shard Shard;
 typedef struct Worker Worker;
 typedef struct FileSlot FileSlot;
 typedef struct ShareGroup ShareGroup;
@@ -49,6 +50,7 @@ typedef struct Buffer {
         bool small;             /* one of the pool's small slots */
         bool in_flight;         /* a read SQE is outstanding */
         bool direct_read;       /* ... issued while the fd was O_DIRECT */
+        bool dontcache_read;    /* ... with RWF_DONTCACHE */
         bool done;              /* full, or ended by EOF */
         struct Buffer *next;    /* the file's FIFO in issue order, or a list of hashed pieces */
         ShareGroup *group;      /* charged for this buffer while it is out of the pool, or NULL */
@@ -175,43 +177,45 @@ static inline int64_t stx_mtime_nsec(const struct statx *s)
 
 /* file.c: a file's life after it opened, on the I/O thread. */
 void file_set_error(FileSlot *f, EngineFileStatus st, int error);
-void file_abort(Engine *e, FileSlot *f, EngineFileStatus st, int error);
-void file_finish_io(Engine *e, FileSlot *f);
-void file_dispatch_ready(Engine *e, FileSlot *f);
-void file_drop_idle_buffers(Engine *e, FileSlot *f);
-void file_close(Engine *e, FileSlot *f);
+void file_abort(Shard *s, FileSlot *f, EngineFileStatus st, int error);
+void file_finish_io(Shard *s, FileSlot *f);
+void file_dispatch_ready(Shard *s, FileSlot *f);
+void file_drop_idle_buffers(Shard *s, FileSlot *f);
+void file_close(Shard *s, FileSlot *f);
 void file_check_change(FileSlot *f);
-void file_stall(Engine *e, FileSlot *f);
-void file_try_detach(Engine *e, FileSlot *f);
+void file_stall(Shard *s, FileSlot *f);
+void file_try_detach(Shard *s, FileSlot *f);
 void file_result(const FileSlot *f, EngineFileResult *ret);
-void slot_free(Engine *e, FileSlot *f);
+void slot_free(Shard *s, FileSlot *f);
 
 /* open.c: the open stage. */
 int job_open_flags(const EngineJob *j);
-void file_start(Engine *e, FileSlot *f);
-void file_opened(Engine *e, FileSlot *f);
+void file_start(Shard *s, FileSlot *f);
+void file_opened(Shard *s, FileSlot *f);
 int file_stat(int fd, struct statx *stx);
-void open_done(Engine *e, FileSlot *f, int res);
-void statx_done(Engine *e, FileSlot *f, int res);
-void poll_done(Engine *e, FileSlot *f, int res);
-void stream_arm(Engine *e, FileSlot *f);
-void close_anon(Engine *e, int fd);
-void close_done(Engine *e);
-void file_op_done(Engine *e, FileSlot *f);
-void open_list_add(Engine *e, FileSlot *f);
-void open_list_remove(Engine *e, FileSlot *f);
-void deferred_remove(Engine *e, FileSlot *f);
+void open_done(Shard *s, FileSlot *f, int res);
+void statx_done(Shard *s, FileSlot *f, int res);
+void poll_done(Shard *s, FileSlot *f, int res);
+void stream_arm(Shard *s, FileSlot *f);
+void close_anon(Shard *s, int fd);
+void close_done(Shard *s);
+void fds_add(Shard *s);
+void deferred_retry(Shard *s);
+void file_op_done(Shard *s, FileSlot *f);
+void open_list_add(Shard *s, FileSlot *f);
+void open_list_remove(Shard *s, FileSlot *f);
+void deferred_remove(Shard *s, FileSlot *f);
 
 /* read.c: read requests into pool buffers. */
-void buffer_put(Engine *e, Buffer *b);
-Buffer *buffer_take(Engine *e, FileSlot *f, unsigned slot);
-Buffer *buffer_get(Engine *e, FileSlot *f);
-Buffer *buffer_get_for(Engine *e, FileSlot *f, uint64_t fits);
-void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b);
-void file_issue_read(Engine *e, FileSlot *f, Buffer *b);
-void span_split(Engine *e, Buffer *b);
-bool issue_reads(Engine *e);
-void read_completion(Engine *e, Buffer *b, int res);
+void buffer_put(Shard *s, Buffer *b);
+Buffer *buffer_take(Shard *s, FileSlot *f, unsigned slot);
+Buffer *buffer_get(Shard *s, FileSlot *f);
+Buffer *buffer_get_for(Shard *s, FileSlot *f, uint64_t fits);
+void file_queue_buffer(Shard *s, FileSlot *f, Buffer *b);
+void file_issue_read(Shard *s, FileSlot *f, Buffer *b);
+void span_split(Shard *s, Buffer *b);
+bool issue_reads(Shard *s);
+void read_completion(Shard *s, Buffer *b, int res);
 
 /*
  * How a file's bytes reach the pool, decided once per file when it opens (strategy.c), one file per
@@ -221,8 +225,8 @@ void read_completion(Engine *e, Buffer *b, int res);
  */
 typedef struct ReadStrategyOps {
         EngineReadStrategy strategy;
-        bool (*setup)(Engine *e, FileSlot *f);
-        Buffer *(*start)(Engine *e, FileSlot *f);
+        bool (*setup)(Shard *s, FileSlot *f);
+        Buffer *(*start)(Shard *s, FileSlot *f);
 } ReadStrategyOps;
 
 /* A strategy's ops from its two functions, named prefix_setup and prefix_start. */
@@ -233,21 +237,21 @@ extern const ReadStrategyOps read_mmap_ops;
 extern const ReadStrategyOps read_direct_ops;
 
 const ReadStrategyOps *read_strategy_ops(EngineReadStrategy s);
-void file_choose_strategy(Engine *e, FileSlot *f);
+void file_choose_strategy(Shard *s, FileSlot *f);
 /* read-direct.c: O_DIRECT refused a read after all; true if the buffer was issued again. */
-bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b);
+bool read_direct_einval(Shard *s, FileSlot *f, Buffer *b);
 
 /* pieces.c: BLAKE3 files hashed in pieces on every worker. */
-void file_choose_parallel(Engine *e, FileSlot *f);
-void send_piece(Engine *e, FileSlot *f, Buffer *b);
-void piece_returned(Engine *e, Buffer *b);
+void file_choose_parallel(Shard *s, FileSlot *f);
+void send_piece(Shard *s, FileSlot *f, Buffer *b);
+void piece_returned(Shard *s, Buffer *b);
 
 /* linked.c: small files as one open/read/close chain. */
 int path_stat(const char *path, struct statx *stx);
-bool linked_eligible(Engine *e, const EngineJob *j, const struct statx *stx);
-Buffer *linked_start(Engine *e, FileSlot *f);
-void linked_read_done(Engine *e, Buffer *b, int res);
+bool linked_eligible(Shard *s, const EngineJob *j, const struct statx *stx);
+Buffer *linked_start(Shard *s, FileSlot *f);
+void linked_read_done(Shard *s, Buffer *b, int res);
 void linked_opened(FileSlot *f, int res);
 void linked_closed(FileSlot *f, int res);
-void linked_settle(Engine *e, FileSlot *f);
-void linked_abort(Engine *e, FileSlot *f);
+void linked_settle(Shard *s, FileSlot *f);
+void linked_abort(Shard *s, FileSlot *f);

@@ -18,6 +18,13 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
+        j->shards = calloc(e->n_shards, sizeof(JobShard));
+        if (!j->shards) {
+                free(j);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < e->n_shards; i++)
+                j->shards[i].job = j;
         atomic_init(&j->n_ref, 1);
         j->engine = e;
         j->algo = algo;
@@ -31,6 +38,7 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
 
                 if (set->n > HASH_SET_MAX || set->algos[0] != algo || options->params ||
                     hash_algo_set_digest_size(set) == 0) {
+                        free(j->shards);
                         free(j);
                         return -EINVAL;
                 }
@@ -55,6 +63,7 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
                         hash_params_wipe(&j->params);
                         blake3_mode_wipe(&j->b3mode);
                         free(j->context);
+                        free(j->shards);
                         free(j);
                         return r;
                 }
@@ -74,24 +83,25 @@ EngineJob *engine_job_ref(EngineJob *j)
 
 void engine_close_later(Engine *e, int fd)
 {
+        Shard *s = &e->shards[0];
         int *p;
 
-        pthread_mutex_lock(&e->control_lock);
-        if (e->n_close_fds == e->n_close_fds_alloc) {
-                size_t n = e->n_close_fds_alloc ? e->n_close_fds_alloc * 2 : 16;
-                p = realloc(e->close_fds, n * sizeof(int));
+        pthread_mutex_lock(&s->control_lock);
+        if (s->n_close_fds == s->n_close_fds_alloc) {
+                size_t n = s->n_close_fds_alloc ? s->n_close_fds_alloc * 2 : 16;
+                p = realloc(s->close_fds, n * sizeof(int));
                 if (!p) {
-                        pthread_mutex_unlock(&e->control_lock);
+                        pthread_mutex_unlock(&s->control_lock);
                         (void)close(fd); /* no memory to queue it: the only way left */
                         return;
                 }
-                e->close_fds = p;
-                e->n_close_fds_alloc = n;
+                s->close_fds = p;
+                s->n_close_fds_alloc = n;
         }
-        e->close_fds[e->n_close_fds++] = fd;
-        pthread_mutex_unlock(&e->control_lock);
-        atomic_store_explicit(&e->control_pending, true, memory_order_release);
-        io_wake(e);
+        s->close_fds[s->n_close_fds++] = fd;
+        pthread_mutex_unlock(&s->control_lock);
+        atomic_store_explicit(&s->control_pending, true, memory_order_release);
+        shard_wake(s);
 }
 
 /* The fds of inputs never opened (a job never started) go to the I/O thread to be closed through
@@ -119,6 +129,7 @@ static void job_free(EngineJob *j)
         hash_params_wipe(&j->params);
         blake3_mode_wipe(&j->b3mode);
         free(j->context);
+        free(j->shards);
         free(j);
 }
 
@@ -194,9 +205,27 @@ int engine_job_add_fd_flags(EngineJob *j, int fd, unsigned flags)
         return engine_job_add_input(j, &(EngineInput){ .fd = fd, .cookie = j->n_inputs, .flags = flags });
 }
 
+static int shard_queue_job(Shard *s, EngineJob *j)
+{
+        if (s->n_new_jobs == s->n_new_jobs_alloc) {
+                size_t n = s->n_new_jobs_alloc ? s->n_new_jobs_alloc * 2 : 8;
+                EngineJob **p = realloc(s->new_jobs, n * sizeof(EngineJob *));
+                if (!p)
+                        return -ENOMEM;
+                s->new_jobs = p;
+                s->n_new_jobs_alloc = n;
+        }
+        s->new_jobs[s->n_new_jobs++] = j;
+        return 0;
+}
+
+/* The job goes to every shard, all control locks held: a shard takes its inputs as soon as it has
+ * a slot free, and each holds it (results_pending) until it is on none of its lists. */
 int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata)
 {
         Engine *e = j->engine;
+        unsigned i;
+        int k = 0;
 
         if (j->started)
                 return -EBUSY;
@@ -206,26 +235,29 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
                 j->callbacks = *callbacks;
         j->userdata = userdata;
 
-        pthread_mutex_lock(&e->control_lock);
-        if (e->n_new_jobs == e->n_new_jobs_alloc) {
-                size_t n = e->n_new_jobs_alloc ? e->n_new_jobs_alloc * 2 : 8;
-                EngineJob **p = realloc(e->new_jobs, n * sizeof(EngineJob *));
-                if (!p) {
-                        pthread_mutex_unlock(&e->control_lock);
-                        return -ENOMEM;
-                }
-                e->new_jobs = p;
-                e->n_new_jobs_alloc = n;
+        for (i = 0; i < e->n_shards; i++)
+                pthread_mutex_lock(&e->shards[i].control_lock);
+        for (i = 0; i < e->n_shards && k >= 0; i++)
+                k = shard_queue_job(&e->shards[i], j);
+        if (k < 0)
+                for (unsigned r = 0; r + 1 < i; r++)
+                        e->shards[r].n_new_jobs--; /* appended last: taken back */
+        else {
+                j->started = true;
+                atomic_store(&j->results_pending, j->n_inputs + e->n_shards);
+                atomic_store(&j->start_usec, now_usec());
+                atomic_fetch_add(&e->files_queued, (unsigned)j->n_inputs);
+                (void)engine_job_ref(j); /* the engine's, one for all shards */
         }
-        j->started = true;
-        atomic_store(&j->results_pending, j->n_inputs);
-        atomic_store(&j->start_usec, now_usec());
-        atomic_fetch_add(&e->files_queued, (unsigned)j->n_inputs);
-        e->new_jobs[e->n_new_jobs++] = engine_job_ref(j);
-        pthread_mutex_unlock(&e->control_lock);
+        for (i = e->n_shards; i-- > 0;)
+                pthread_mutex_unlock(&e->shards[i].control_lock);
+        if (k < 0)
+                return k;
 
-        atomic_store_explicit(&e->control_pending, true, memory_order_release);
-        io_wake(e);
+        for (i = 0; i < e->n_shards; i++) {
+                atomic_store_explicit(&e->shards[i].control_pending, true, memory_order_release);
+                shard_wake(&e->shards[i]);
+        }
         return 0;
 }
 
@@ -237,9 +269,11 @@ void engine_job_cancel(EngineJob *j)
                 return;
         if (atomic_exchange(&j->cancel_requested, true))
                 return;
-        atomic_store(&e->cancel_pending, true);
-        atomic_store_explicit(&e->control_pending, true, memory_order_release);
-        io_wake(e);
+        for (unsigned i = 0; i < e->n_shards; i++) {
+                atomic_store(&e->shards[i].cancel_pending, true);
+                atomic_store_explicit(&e->shards[i].control_pending, true, memory_order_release);
+                shard_wake(&e->shards[i]);
+        }
 }
 
 void engine_job_get_progress(EngineJob *j, EngineJobProgress *ret)

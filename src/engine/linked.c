@@ -43,9 +43,9 @@ int path_stat(const char *path, struct statx *stx)
 /* Small enough for one read into one slot, with room to spare (the short read proves EOF), and read
  * BUFFERED by the job's strategy anyway: AUTO probes and may pick O_DIRECT from ENGINE_PROBE_MIN on,
  * and those choices stay the classic path's. */
-bool linked_eligible(Engine *e, const EngineJob *j, const struct statx *stx)
+bool linked_eligible(Shard *s, const EngineJob *j, const struct statx *stx)
 {
-        uint64_t limit = e->buffer_size;
+        uint64_t limit = s->buffer_size;
 
         if (!S_ISREG(stx->stx_mode))
                 return false;
@@ -58,49 +58,49 @@ bool linked_eligible(Engine *e, const EngineJob *j, const struct statx *stx)
         return !j->options.max_file_size || stx->stx_size <= j->options.max_file_size;
 }
 
-static unsigned slot_index(const Engine *e, const FileSlot *f)
+static unsigned slot_index(const Shard *s, const FileSlot *f)
 {
-        return (unsigned)(f - e->slots);
+        return (unsigned)(f - s->slots);
 }
 
 /* Starts f's chain when a pool slot is free (from issue_reads(), like any read). */
-Buffer *linked_start(Engine *e, FileSlot *f)
+Buffer *linked_start(Shard *s, FileSlot *f)
 {
         /* Strictly smaller than the slot: the short read is the proof of EOF. */
-        Buffer *b = buffer_get_for(e, f, f->size + 1);
-        int rwf = (f->job->options.dontcache && e->dontcache_ok) ? RWF_DONTCACHE : 0;
+        Buffer *b = buffer_get_for(s, f, f->size + 1);
+        int rwf = (f->job->options.dontcache && atomic_load_explicit(&s->engine->dontcache_ok, memory_order_relaxed)) ? RWF_DONTCACHE : 0;
 
         if (!b)
                 return NULL;
-        if (e->config.test_linked_hook)
-                e->config.test_linked_hook(f->job->inputs[f->input].path, e->config.test_linked_userdata);
+        if (s->config.test_linked_hook)
+                s->config.test_linked_hook(f->job->inputs[f->input].path, s->config.test_linked_userdata);
         /* Ask for the whole slot: a file that grew since the statx shows as more bytes than its size. */
         *b = (Buffer){ .data = b->data, .view = b->data, .index = b->index, .slot = b->slot, .span = 1,
                        .small = b->small, .owner = BUF_RING, .file = f, .group = b->group,
-                       .want = (uint32_t)(b->small ? e->small_size : e->buffer_size), .in_flight = true };
+                       .want = (uint32_t)(b->small ? s->small_size : s->buffer_size), .in_flight = true };
         f->fifo_head = f->fifo_tail = b;
         f->reads_in_flight = 1;
-        f->progress_usec = e->now;
+        f->progress_usec = s->now;
         /* O_CLOEXEC is for fds: the kernel refuses it (EINVAL) on an open into a direct slot. */
-        ioring_open_read_close(e->ring, f->job->inputs[f->input].path, job_open_flags(f->job) & ~O_CLOEXEC,
-                               slot_index(e, f),
-                               b->data, b->want, e->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1, rwf,
+        ioring_open_read_close(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job) & ~O_CLOEXEC,
+                               slot_index(s, f),
+                               b->data, b->want, s->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1, rwf,
                                TAG(f, OP_LINK_OPEN), TAG(b, OP_READ), TAG(f, OP_LINK_CLOSE));
         f->ops += 3;
         return b;
 }
 
 /* Back to the classic path, from the open on: the chain is over, its slot empty, its buffer unused. */
-static void linked_redo(Engine *e, FileSlot *f)
+static void linked_redo(Shard *s, FileSlot *f)
 {
         if (f->fifo_head)
-                buffer_put(e, f->fifo_head);
+                buffer_put(s, f->fifo_head);
         f->fifo_head = f->fifo_tail = NULL;
         f->reads_in_flight = 0;
         f->linked = f->redo = f->fixed_open = f->fixed_closed = false;
         f->stat_ok = false;
         f->size = 0;
-        ioring_openat(e->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
+        ioring_openat(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
         f->ops++;
 }
 
@@ -114,18 +114,18 @@ static bool stx_same_file(const struct statx *a, const struct statx *b)
 }
 
 /* All three completions are in and the slot is empty: judge the read (see the top of this section). */
-static void linked_finish(Engine *e, FileSlot *f)
+static void linked_finish(Shard *s, FileSlot *f)
 {
         Buffer *b = f->fifo_head;
 
         if (f->status != ENGINE_FILE_OK) {
                 /* The open failed (its errno), or a cancel. */
-                file_abort(e, f, f->status, f->error);
-                file_finish_io(e, f);
+                file_abort(s, f, f->status, f->error);
+                file_finish_io(s, f);
                 return;
         }
         if (f->redo || !b) {
-                linked_redo(e, f);
+                linked_redo(s, f);
                 return;
         }
 
@@ -137,8 +137,8 @@ static void linked_finish(Engine *e, FileSlot *f)
         } else if (b->got > f->size)
                 b->got = (uint32_t)f->size; /* grew, unchecked: hash what statx said, as the classic path */
         if (changed) {
-                file_abort(e, f, ENGINE_FILE_CHANGED, 0);
-                file_finish_io(e, f);
+                file_abort(s, f, ENGINE_FILE_CHANGED, 0);
+                file_finish_io(s, f);
                 return;
         }
 
@@ -149,28 +149,28 @@ static void linked_finish(Engine *e, FileSlot *f)
         f->eof = true;
         f->issue_off = f->size;
         b->done = true;
-        atomic_fetch_add_explicit(&e->files_linked, 1, memory_order_relaxed);
-        file_dispatch_ready(e, f);
+        atomic_fetch_add_explicit(&s->engine->files_linked, 1, memory_order_relaxed);
+        file_dispatch_ready(s, f);
 }
 
 /* After each of the chain's completions (and cancels): once none is left, make sure the direct slot
  * is empty (a chain whose close did not run), then finish the file. */
-void linked_settle(Engine *e, FileSlot *f)
+void linked_settle(Shard *s, FileSlot *f)
 {
         if (f->ops > 0)
                 return;
         if (f->fixed_open && !f->fixed_closed) {
-                ioring_close_direct(e->ring, slot_index(e, f), TAG(f, OP_LINK_CLOSE));
+                ioring_close_direct(s->ring, slot_index(s, f), TAG(f, OP_LINK_CLOSE));
                 f->ops++;
                 return;
         }
         if (f->state == FILE_OPENING)
-                linked_finish(e, f);
+                linked_finish(s, f);
         else
-                file_finish_io(e, f);
+                file_finish_io(s, f);
 }
 
-void linked_read_done(Engine *e, Buffer *b, int res)
+void linked_read_done(Shard *s, Buffer *b, int res)
 {
         FileSlot *f = b->file;
 
@@ -178,14 +178,14 @@ void linked_read_done(Engine *e, Buffer *b, int res)
         f->reads_in_flight--;
         b->in_flight = false;
         if (f->state != FILE_OPENING)
-                file_drop_idle_buffers(e, f); /* cancelled meanwhile */
+                file_drop_idle_buffers(s, f); /* cancelled meanwhile */
         else if (res >= 0)
                 b->got = (uint32_t)res;
         else
                 /* Read the classic way. -ECANCELED mostly means the open failed: then the open's
                  * status wins in linked_finish() and nothing is redone. */
                 f->redo = true;
-        linked_settle(e, f);
+        linked_settle(s, f);
 }
 
 void linked_opened(FileSlot *f, int res)
@@ -210,12 +210,12 @@ void linked_closed(FileSlot *f, int res)
 /* The chain's open (in io-wq, e.g. a path swapped for a FIFO) and its read; the close is hard-linked
  * to the read and runs whatever becomes of it. Either may be over already: the kernel then answers
  * -ENOENT. */
-void linked_abort(Engine *e, FileSlot *f)
+void linked_abort(Shard *s, FileSlot *f)
 {
-        ioring_cancel_tag(e->ring, TAG(f, OP_LINK_OPEN), TAG(f, OP_CANCEL));
+        ioring_cancel_tag(s->ring, TAG(f, OP_LINK_OPEN), TAG(f, OP_CANCEL));
         f->ops++;
         if (f->fifo_head && f->fifo_head->in_flight) {
-                ioring_cancel_tag(e->ring, TAG(f->fifo_head, OP_READ), TAG(f, OP_CANCEL));
+                ioring_cancel_tag(s->ring, TAG(f->fifo_head, OP_READ), TAG(f, OP_CANCEL));
                 f->ops++;
         }
 }

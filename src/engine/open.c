@@ -13,33 +13,34 @@ int job_open_flags(const EngineJob *j)
         return O_RDONLY | O_CLOEXEC | O_NOCTTY | (j->options.regular_only ? O_NONBLOCK : 0);
 }
 
-void open_list_add(Engine *e, FileSlot *f)
+void open_list_add(Shard *s, FileSlot *f)
 {
-        LIST_APPEND_BY(next, prev, e->open_head, e->open_tail, f);
-        e->n_open++;
+        LIST_APPEND_BY(next, prev, s->open_head, s->open_tail, f);
+        s->n_open++;
 }
 
-void deferred_remove(Engine *e, FileSlot *f)
+void deferred_remove(Shard *s, FileSlot *f)
 {
-        for (FileSlot **p = &e->deferred; *p; p = &(*p)->deferred_next)
+        for (FileSlot **p = &s->deferred; *p; p = &(*p)->deferred_next)
                 if (*p == f) {
                         *p = f->deferred_next;
                         break;
                 }
         f->deferred_next = NULL;
         f->reopen = false;
+        atomic_store(&s->has_deferred, s->deferred != NULL);
 }
 
 /* Takes f off the open list, and off its group's and job's count (a zombie is off both already). */
-void open_list_remove(Engine *e, FileSlot *f)
+void open_list_remove(Shard *s, FileSlot *f)
 {
         if (f->zombie)
                 return;
-        if (e->read_cursor == f)
-                e->read_cursor = f->next;
-        LIST_REMOVE_TAIL_BY(next, prev, e->open_head, e->open_tail, f);
-        e->n_open--;
-        sched_uncharge_file(e, f);
+        if (s->read_cursor == f)
+                s->read_cursor = f->next;
+        LIST_REMOVE_TAIL_BY(next, prev, s->open_head, s->open_tail, f);
+        s->n_open--;
+        sched_uncharge_file(s, f);
 }
 
 /*
@@ -55,10 +56,10 @@ int file_stat(int fd, struct statx *stx)
 
 /* The statx of a fresh fd: here, or through the ring for an untrusted file system (then
  * file_opened() runs when it is back). */
-static void file_stat_opened(Engine *e, FileSlot *f)
+static void file_stat_opened(Shard *s, FileSlot *f)
 {
         if (f->untrusted) {
-                ioring_statx(e->ring, f->fd, FILE_STATX_MASK, &f->stx, TAG(f, OP_STATX));
+                ioring_statx(s->ring, f->fd, FILE_STATX_MASK, &f->stx, TAG(f, OP_STATX));
                 f->ops++;
                 return;
         }
@@ -72,22 +73,22 @@ static void file_stat_opened(Engine *e, FileSlot *f)
 /* A close that no file waits for: fds of inputs never opened, of opens that came back after a
  * cancel. Through the ring, never here: closing the last fd of a FUSE file sends FLUSH, which a
  * hung server never answers. */
-void close_anon(Engine *e, int fd)
+void close_anon(Shard *s, int fd)
 {
-        ioring_close(e->ring, fd, TAG(e, OP_CLOSE_ANON));
+        ioring_close(s->ring, fd, TAG(s, OP_CLOSE_ANON));
         /* Now, before any result that follows is posted: whoever gets it may count its fds. */
-        (void)ioring_submit(e->ring, false);
+        (void)ioring_submit(s->ring, false);
 }
 
 /* Starts f, just given its input: a path into the linked chain or an openat, an fd to its statx. */
-void file_start(Engine *e, FileSlot *f)
+void file_start(Shard *s, FileSlot *f)
 {
         EngineJob *j = f->job;
         JobInput *in = &j->inputs[f->input];
 
         f->untrusted = in->flags & ENGINE_INPUT_UNTRUSTED_FS;
-        if (in->path && e->linked && !f->untrusted && path_stat(in->path, &f->stx) >= 0 &&
-            linked_eligible(e, j, &f->stx)) {
+        if (in->path && s->linked && !f->untrusted && path_stat(in->path, &f->stx) >= 0 &&
+            linked_eligible(s, j, &f->stx)) {
                 /* The chain starts from issue_reads() when a pool slot is free. */
                 f->linked = true;
                 f->stat_ok = true;
@@ -95,30 +96,30 @@ void file_start(Engine *e, FileSlot *f)
                 f->check_change = !j->options.no_change_check;
         } else if (in->path) {
                 f->stx = (struct statx){};
-                ioring_openat(e->ring, in->path, job_open_flags(j), TAG(f, OP_OPEN));
+                ioring_openat(s->ring, in->path, job_open_flags(j), TAG(f, OP_OPEN));
                 f->ops++;
         } else {
                 f->fd = TAKE_FD(in->fd);
                 f->fd_input = true;
-                e->n_fds++;
-                file_stat_opened(e, f);
+                fds_add(s);
+                file_stat_opened(s, f);
                 if (f->ops == 0)
-                        file_opened(e, f);
+                        file_opened(s, f);
         }
 }
 
-void file_opened(Engine *e, FileSlot *f)
+void file_opened(Shard *s, FileSlot *f)
 {
         if (f->status != ENGINE_FILE_OK || f->state != FILE_OPENING) {
-                file_abort(e, f, f->status, f->error);
-                file_finish_io(e, f);
+                file_abort(s, f, f->status, f->error);
+                file_finish_io(s, f);
                 return;
         }
 
         mode_t m = f->stx.stx_mode;
         if (S_ISDIR(m)) {
-                file_abort(e, f, ENGINE_FILE_ERROR, -EISDIR);
-                file_finish_io(e, f);
+                file_abort(s, f, ENGINE_FILE_ERROR, -EISDIR);
+                file_finish_io(s, f);
                 return;
         }
 
@@ -127,8 +128,8 @@ void file_opened(Engine *e, FileSlot *f)
                  * io_uring read of a FIFO that never had a writer does not complete, and pipes
                  * are for callers that pass the fd. */
                 if (S_ISFIFO(m) || S_ISSOCK(m) || (!S_ISREG(m) && !f->job->options.max_file_size)) {
-                        file_abort(e, f, ENGINE_FILE_ERROR, -ESPIPE);
-                        file_finish_io(e, f);
+                        file_abort(s, f, ENGINE_FILE_ERROR, -ESPIPE);
+                        file_finish_io(s, f);
                         return;
                 }
                 /* Opened O_NONBLOCK only so a FIFO's open could not hang; reads must block (on a
@@ -145,8 +146,8 @@ void file_opened(Engine *e, FileSlot *f)
                 f->check_change = !f->job->options.no_change_check;
                 atomic_fetch_add(&f->job->bytes_total, f->size);
                 if (f->job->options.max_file_size && f->size > f->job->options.max_file_size) {
-                        file_abort(e, f, ENGINE_FILE_ERROR, -EFBIG);
-                        file_finish_io(e, f);
+                        file_abort(s, f, ENGINE_FILE_ERROR, -EFBIG);
+                        file_finish_io(s, f);
                         return;
                 }
                 if (f->fd_input) {
@@ -154,8 +155,8 @@ void file_opened(Engine *e, FileSlot *f)
                         int fl = fcntl(f->fd, F_GETFL);
                         f->caller_direct = fl >= 0 && (fl & O_DIRECT);
                 }
-                file_choose_strategy(e, f);
-                file_choose_parallel(e, f);
+                file_choose_strategy(s, f);
+                file_choose_parallel(s, f);
         } else {
                 /* Empty regular files (and procfs-style files that report 0), pipes, sockets, char
                  * and block devices: read until EOF. Regular files and block devices keep offsets.
@@ -165,24 +166,24 @@ void file_opened(Engine *e, FileSlot *f)
                 f->seekable = S_ISREG(m) || S_ISBLK(m);
                 f->pollable = S_ISFIFO(m) || S_ISSOCK(m) || S_ISCHR(m);
                 f->check_change = S_ISREG(m) && !f->job->options.no_change_check;
-                stream_arm(e, f);
+                stream_arm(s, f);
         }
 }
 
 /* A stream with no read in flight that wants more: a poll first (see file_opened()). */
-void stream_arm(Engine *e, FileSlot *f)
+void stream_arm(Shard *s, FileSlot *f)
 {
         if (!f->pollable || f->state != FILE_READING || f->eof || f->reads_in_flight > 0 || f->polling ||
             f->poll_ready)
                 return;
         if (f->ops == 0)
-                f->progress_usec = e->now;
-        ioring_poll(e->ring, f->fd, POLLIN, TAG(f, OP_POLL));
+                f->progress_usec = s->now;
+        ioring_poll(s->ring, f->fd, POLLIN, TAG(f, OP_POLL));
         f->polling = true;
         f->ops++;
 }
 
-void poll_done(Engine *e, FileSlot *f, int res)
+void poll_done(Shard *s, FileSlot *f, int res)
 {
         f->polling = false;
         /* Data, EOF (POLLHUP) or an error: the read tells which. */
@@ -191,7 +192,7 @@ void poll_done(Engine *e, FileSlot *f, int res)
 }
 
 /* A statx through the ring came back: the one after opening, or the one after reading. */
-void statx_done(Engine *e, FileSlot *f, int res)
+void statx_done(Shard *s, FileSlot *f, int res)
 {
         if (f->state == FILE_CLOSING) {
                 f->stat_after_ok = res >= 0;
@@ -202,65 +203,93 @@ void statx_done(Engine *e, FileSlot *f, int res)
                 f->stat_ok = true;
 }
 
-void open_done(Engine *e, FileSlot *f, int res)
+void open_done(Shard *s, FileSlot *f, int res)
 {
         if (res >= 0) {
                 if (f->state == FILE_OPENING && f->status == ENGINE_FILE_OK) {
                         f->fd = res;
-                        e->n_fds++;
-                        file_stat_opened(e, f);
+                        fds_add(s);
+                        file_stat_opened(s, f);
                 } else
-                        close_anon(e, res); /* cancelled meanwhile */
-        } else if ((res == -EMFILE || res == -ENFILE) && e->n_fds > 0 && f->state == FILE_OPENING) {
-                /* Out of fds, but some are ours and will be closed: queue this open until one is,
-                 * and open fewer files at once from now on. */
+                        close_anon(s, res); /* cancelled meanwhile */
+        } else if ((res == -EMFILE || res == -ENFILE) && atomic_load(&s->engine->n_fds) > 0 &&
+                   f->state == FILE_OPENING) {
+                /* Out of fds, but some are ours (this shard's or another's) and will be closed:
+                 * queue this open until one is, and open fewer files at once from now on. */
                 f->reopen = true;
-                e->open_cap = MAX(1u, e->n_fds);
+                s->open_cap = MAX(1u, s->n_fds);
         } else
                 file_set_error(f, res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, res);
 }
 
-void close_done(Engine *e)
+void fds_add(Shard *s)
 {
-        e->n_fds--;
-        /* One fd freed: one deferred open may go. When we hold none any more, waiting cannot help,
-         * so all go (and fail for real if the fds are still taken). */
-        while (e->deferred) {
-                FileSlot *d = e->deferred;
-                e->deferred = d->deferred_next;
+        s->n_fds++;
+        atomic_fetch_add(&s->engine->n_fds, 1);
+}
+
+/* For each fd any shard closed since s last looked, one deferred open of s may go. When the engine
+ * holds none any more, waiting cannot help, so all go (and fail for real if the fds are still
+ * taken). */
+void deferred_retry(Shard *s)
+{
+        Engine *e = s->engine;
+        uint64_t closed = atomic_load(&e->fds_closed);
+
+        while (s->deferred && (s->fds_closed_seen < closed || atomic_load(&e->n_fds) == 0)) {
+                FileSlot *d = s->deferred;
+                if (s->fds_closed_seen < closed)
+                        s->fds_closed_seen++;
+                s->deferred = d->deferred_next;
                 d->deferred_next = NULL;
                 d->reopen = false;
-                ioring_openat(e->ring, d->job->inputs[d->input].path, job_open_flags(d->job), TAG(d, OP_OPEN));
+                ioring_openat(s->ring, d->job->inputs[d->input].path, job_open_flags(d->job), TAG(d, OP_OPEN));
                 d->ops++;
-                if (e->n_fds > 0)
-                        break;
         }
+        atomic_store(&s->has_deferred, s->deferred != NULL);
+}
+
+void close_done(Shard *s)
+{
+        Engine *e = s->engine;
+
+        s->n_fds--;
+        atomic_fetch_sub(&e->n_fds, 1);
+        atomic_fetch_add(&e->fds_closed, 1);
+        deferred_retry(s);
+        /* Other shards waiting for an fd retry at their next turn. */
+        for (unsigned i = 0; i < e->n_shards; i++)
+                if (&e->shards[i] != s && atomic_load_explicit(&e->shards[i].has_deferred, memory_order_relaxed))
+                        shard_wake(&e->shards[i]);
 }
 
 /* After any of f's operations other than a read completed: move f on once none is left. */
-void file_op_done(Engine *e, FileSlot *f)
+void file_op_done(Shard *s, FileSlot *f)
 {
         if (f->linked) {
-                linked_settle(e, f);
+                linked_settle(s, f);
                 return;
         }
         if (f->ops > 0)
                 return;
         if (f->state == FILE_OPENING && f->reopen) {
-                f->deferred_next = e->deferred;
-                e->deferred = f;
+                if (!s->deferred)
+                        s->fds_closed_seen = atomic_load(&s->engine->fds_closed); /* closes from now on */
+                f->deferred_next = s->deferred;
+                s->deferred = f;
+                atomic_store(&s->has_deferred, true);
         } else if (f->state == FILE_OPENING)
-                file_opened(e, f);
+                file_opened(s, f);
         else if (f->state == FILE_CLOSING && f->fd >= 0)
-                file_close(e, f); /* the statx after reading is back */
+                file_close(s, f); /* the statx after reading is back */
         else if (f->state == FILE_CLOSING) {
                 f->state = FILE_IO_DONE;
-                open_list_remove(e, f);
+                open_list_remove(s, f);
                 if (f->worker_started && !f->worker_closed)
-                        send_work(e, f, NULL, 0, WORK_ABORT);
-                engine_file_release(e, f, NULL);
+                        send_work(s, f, NULL, 0, WORK_ABORT);
+                engine_file_release(s, f, NULL);
         } else if (f->state == FILE_DRAINING)
-                file_finish_io(e, f);
+                file_finish_io(s, f);
         else if (f->state == FILE_READING)
-                file_dispatch_ready(e, f);
+                file_dispatch_ready(s, f);
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* pieces.c: one BLAKE3 file on every worker: buffer-sized pieces hashed to subtree CVs anywhere,
  * merged here in file order */
-#include <sched.h>
 #include <stdlib.h>
 
 #include "engine/engine-internal.h"
@@ -9,11 +8,11 @@
 
 /* BLAKE3 files longer than one buffer are cut into buffer-sized pieces (a power of two of 1 KiB
  * chunks, at multiples of their size: subtrees of BLAKE3's tree) hashed on all workers at once. */
-void file_choose_parallel(Engine *e, FileSlot *f)
+void file_choose_parallel(Shard *s, FileSlot *f)
 {
         uint64_t p = f->chunk;
 
-        if (f->algo != HASH_BLAKE3 || f->job->algos.n > 1 || e->n_workers < 2 || f->size <= p || (p & (p - 1)) != 0 ||
+        if (f->algo != HASH_BLAKE3 || f->job->algos.n > 1 || s->n_shards < 2 || f->size <= p || (p & (p - 1)) != 0 ||
             p % BLAKE3_CHUNK_LEN != 0)
                 return;
         f->merge = malloc(sizeof(Blake3Merge));
@@ -23,23 +22,18 @@ void file_choose_parallel(Engine *e, FileSlot *f)
         f->parallel = true;
 }
 
-/* A BLAKE3 piece goes to whichever worker has the least queued: one file on every core. */
-void send_piece(Engine *e, FileSlot *f, Buffer *b)
+/* A BLAKE3 piece goes to whichever shard has the least queued: one file on every core. */
+void send_piece(Shard *s, FileSlot *f, Buffer *b)
 {
-        Worker *w = pick_worker(e);
-
         b->owner = BUF_WORKER;
         b->piece = true;
         b->piece_ok = b->fault = false;
         f->pieces_out++;
-        atomic_fetch_add_explicit(&w->backlog, 1, memory_order_relaxed);
-        while (!spsc_queue_push(&w->in, &(WorkItem){ .file = f, .buf = b, .len = b->got, .flags = WORK_PIECE }))
-                sched_yield();
-        w->wake_pending = true;
+        link_push(pick_worker(s), &(WorkItem){ .file = f, .buf = b, .len = b->got, .flags = WORK_PIECE });
 }
 
-/* A piece came back from a worker: merge, in file order, every CV whose turn has come. */
-void piece_returned(Engine *e, Buffer *b)
+/* A piece came back hashed: merge, in file order, every CV whose turn has come. */
+void piece_returned(Shard *s, Buffer *b)
 {
         FileSlot *f = b->file;
 
@@ -47,11 +41,11 @@ void piece_returned(Engine *e, Buffer *b)
         b->piece = false;
         if (f->state != FILE_READING || !b->piece_ok) {
                 bool fault = b->fault;
-                buffer_put(e, b);
+                buffer_put(s, b);
                 if (f->state == FILE_READING)
                         /* Skipped because the job was cancelled, or the mapping faulted. */
-                        file_abort(e, f, fault ? ENGINE_FILE_CHANGED : ENGINE_FILE_CANCELLED, 0);
-                file_finish_io(e, f);
+                        file_abort(s, f, fault ? ENGINE_FILE_CHANGED : ENGINE_FILE_CANCELLED, 0);
+                file_finish_io(s, f);
                 return;
         }
 
@@ -73,7 +67,7 @@ void piece_returned(Engine *e, Buffer *b)
                         f->digest_size = hash_params_digest_size(HASH_BLAKE3, f->job->options.params);
                         blake3_merge_finish_xof(f->merge, c->cv, c->got, f->digest, f->digest_size);
                 }
-                buffer_put(e, c);
+                buffer_put(s, c);
         }
-        file_dispatch_ready(e, f);
+        file_dispatch_ready(s, f);
 }

@@ -5,24 +5,24 @@
 #include "engine/engine-internal.h"
 
 /* Readahead advice only pays off for files longer than one buffer. */
-static bool buffered_setup(Engine *e, FileSlot *f)
+static bool buffered_setup(Shard *s, FileSlot *f)
 {
-        if (f->size > e->buffer_size) {
-                ioring_fadvise(e->ring, f->fd, 0, f->size, POSIX_FADV_SEQUENTIAL, TAG(f, OP_FADVISE));
+        if (f->size > s->buffer_size) {
+                ioring_fadvise(s->ring, f->fd, 0, f->size, POSIX_FADV_SEQUENTIAL, TAG(f, OP_FADVISE));
                 f->ops++;
         }
         return true;
 }
 
-static Buffer *buffered_start(Engine *e, FileSlot *f)
+static Buffer *buffered_start(Shard *s, FileSlot *f)
 {
-        Buffer *b = buffer_get_for(e, f, f->stream ? UINT64_MAX : f->size);
+        Buffer *b = buffer_get_for(s, f, f->stream ? UINT64_MAX : f->size);
 
         if (!b)
                 return NULL;
-        file_queue_buffer(e, f, b);
+        file_queue_buffer(s, f, b);
         f->reads_in_flight++;
-        file_issue_read(e, f, b);
+        file_issue_read(s, f, b);
         return b;
 }
 

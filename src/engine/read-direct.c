@@ -40,43 +40,43 @@ static bool file_set_direct(FileSlot *f)
  *  - O_DIRECT at all only where file_set_direct() found STATX_DIOALIGN alignments that divide 4 KiB:
  *    a span starts at a slot and is as aligned as one;
  *  - at most a quarter of the pool per request, so that several requests are in flight and the
- *    workers have slots to hash while the device fills the next ones (e->max_span);
+ *    workers have slots to hash while the device fills the next ones (s->max_span);
  *  - never more than the rest of the file (direct_start()), so a 1.5 MiB file is one 2-slot read;
  *  - one slot per read when the pool is registered slot by slot (larger than 1 GiB).
  * Buffered and mapped files keep one slot per read: the page cache's readahead sizes their I/O.
  */
-static bool direct_setup(Engine *e, FileSlot *f)
+static bool direct_setup(Shard *s, FileSlot *f)
 {
         if (!file_set_direct(f))
                 return false;
-        f->span = f->chunk == e->buffer_size ? e->max_span : 1;
+        f->span = f->chunk == s->buffer_size ? s->max_span : 1;
         return true;
 }
 
-static Buffer *direct_start(Engine *e, FileSlot *f)
+static Buffer *direct_start(Shard *s, FileSlot *f)
 {
         unsigned n = 1, first = 0;
         Buffer *b;
 
         if (f->span > 1) {
                 unsigned want = (unsigned)MIN((uint64_t)f->span, DIV_ROUND_UP(f->size - f->issue_off, f->chunk));
-                n = pool_find_run(&e->pool, want, &first);
+                n = pool_find_run(&s->pool, want, &first);
                 /* Fewer adjacent slots than wanted only when the device would otherwise have nothing
                  * of this file to read; with a read in flight, wait until the slots the workers hand
                  * back form a whole run (they come back in file order, so they do). */
                 if (n == 0 || (n < want && f->reads_in_flight > 0))
                         return NULL;
-                b = buffer_take(e, f, first);
-        } else if (!(b = buffer_get(e, f)))
+                b = buffer_take(s, f, first);
+        } else if (!(b = buffer_get(s, f)))
                 return NULL;
 
-        file_queue_buffer(e, f, b);
+        file_queue_buffer(s, f, b);
         if (n > 1) {
                 /* One read fills slots first..first+n-1, adjacent in memory: the leader b asks for all
                  * of it; the followers wait in the FIFO, marked in flight, until span_split(). */
                 for (unsigned i = 1; i < n; i++) {
-                        Buffer *x = buffer_take(e, f, first + i);
-                        file_queue_buffer(e, f, x);
+                        Buffer *x = buffer_take(s, f, first + i);
+                        file_queue_buffer(s, f, x);
                         x->in_flight = true;
                 }
                 b->want = (uint32_t)(f->issue_off - b->offset);
@@ -86,14 +86,14 @@ static Buffer *direct_start(Engine *e, FileSlot *f)
          * file (slots are multiples of 4 KiB, so this fits). */
         b->want = (uint32_t)ALIGN_TO((uint64_t)b->want, (uint64_t)4096);
         f->reads_in_flight++;
-        file_issue_read(e, f, b);
+        file_issue_read(s, f, b);
         return b;
 }
 
 /* O_DIRECT refused this read after all (an alignment the statx did not announce, a short read that
  * left an unaligned offset): finish the file through the page cache. Other reads issued O_DIRECT
  * before the switch come back the same way and are simply issued again. */
-bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b)
+bool read_direct_einval(Shard *s, FileSlot *f, Buffer *b)
 {
         if (f->caller_direct)
                 return false; /* the caller's open file description: never changed, so an error */
@@ -107,7 +107,7 @@ bool read_direct_einval(Engine *e, FileSlot *f, Buffer *b)
         if (f->strategy != ENGINE_READ_BUFFERED)
                 return false;
         b->want = (uint32_t)MIN((uint64_t)b->want, f->size - b->offset);
-        file_issue_read(e, f, b);
+        file_issue_read(s, f, b);
         return true;
 }
 

@@ -5,7 +5,7 @@
 
 #include "engine/engine-internal.h"
 
-static bool mmap_setup(Engine *e, FileSlot *f)
+static bool mmap_setup(Shard *s, FileSlot *f)
 {
         void *p;
 
@@ -19,20 +19,20 @@ static bool mmap_setup(Engine *e, FileSlot *f)
         /* No copy, so a window costs only its hand-off: larger windows for larger files (up to
          * 8 buffers: 8 MiB by default), keeping at least 32 of them so that both workers share a
          * BLAKE3 file evenly to the end and progress moves. Powers of two, as BLAKE3 pieces must be. */
-        while (f->chunk < 8 * (uint64_t)e->buffer_size && f->size / (f->chunk * 2) >= 32)
+        while (f->chunk < 8 * (uint64_t)s->buffer_size && f->size / (f->chunk * 2) >= 32)
                 f->chunk *= 2;
         return true;
 }
 
 /* No read: the buffer stands for a window of the mapping, ready at once. The pool still bounds how
  * much of the file is queued at the workers. */
-static Buffer *mmap_start(Engine *e, FileSlot *f)
+static Buffer *mmap_start(Shard *s, FileSlot *f)
 {
-        Buffer *b = buffer_get(e, f);
+        Buffer *b = buffer_get(s, f);
 
         if (!b)
                 return NULL;
-        file_queue_buffer(e, f, b);
+        file_queue_buffer(s, f, b);
         b->view = f->map + b->offset;
         b->mapped = true;
         b->got = b->want;

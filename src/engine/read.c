@@ -12,78 +12,81 @@
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
 
-void buffer_put(Engine *e, Buffer *b)
+void buffer_put(Shard *s, Buffer *b)
 {
         b->owner = BUF_POOL;
         b->file = NULL;
         b->next = NULL;
         b->span = 1;
         if (b->group) {
-                sched_uncharge_buffer(e, b->group, pool_is_small(&e->pool, b->slot));
+                sched_uncharge_buffer(s, b->group, pool_is_small(&s->pool, b->slot));
                 b->group = NULL;
         }
-        pool_put(&e->pool, b->slot);
+        pool_put(&s->pool, b->slot);
 }
 
 /* A slot off the pool, now the ring's, for one read of f, charged to f's group. */
-static Buffer *buffer_claim(Engine *e, FileSlot *f, unsigned slot)
+static Buffer *buffer_claim(Shard *s, FileSlot *f, unsigned slot)
 {
-        Buffer *b = &e->bufs[slot];
+        Buffer *b = &s->bufs[slot];
 
         b->next = NULL;
         b->owner = BUF_RING;
         b->span = 1;
         b->group = f->group;
-        sched_charge_buffer(e, b->group, pool_is_small(&e->pool, slot));
+        sched_charge_buffer(s, b->group, pool_is_small(&s->pool, slot));
         return b;
 }
 
-Buffer *buffer_take(Engine *e, FileSlot *f, unsigned slot)
+Buffer *buffer_take(Shard *s, FileSlot *f, unsigned slot)
 {
-        pool_take(&e->pool, slot);
-        return buffer_claim(e, f, slot);
+        pool_take(&s->pool, slot);
+        return buffer_claim(s, f, slot);
 }
 
 /* The free slot with the lowest position: slots that went back a moment ago are reused first. */
-Buffer *buffer_get(Engine *e, FileSlot *f)
+Buffer *buffer_get(Shard *s, FileSlot *f)
 {
-        int i = pool_get(&e->pool);
+        int i = pool_get(&s->pool);
 
-        return i < 0 ? NULL : buffer_claim(e, f, (unsigned)i);
+        return i < 0 ? NULL : buffer_claim(s, f, (unsigned)i);
 }
 
 /* A small slot for a file that fits in one, read through the page cache in one read, else a pool
  * slot. */
-Buffer *buffer_get_for(Engine *e, FileSlot *f, uint64_t fits)
+Buffer *buffer_get_for(Shard *s, FileSlot *f, uint64_t fits)
 {
-        if (fits <= e->small_size && f->strategy != ENGINE_READ_DIRECT && !f->map) {
-                int i = pool_get_small(&e->pool);
+        if (fits <= s->small_size && f->strategy != ENGINE_READ_DIRECT && !f->map) {
+                int i = pool_get_small(&s->pool);
                 if (i >= 0)
-                        return buffer_claim(e, f, (unsigned)i);
+                        return buffer_claim(s, f, (unsigned)i);
         }
-        return buffer_get(e, f);
+        return buffer_get(s, f);
 }
 
-static bool buffers_free(const Engine *e)
+static bool buffers_free(const Shard *s)
 {
-        return e->pool.n_free > 0 || e->pool.n_small_free > 0;
+        return s->pool.n_free > 0 || s->pool.n_small_free > 0;
 }
 
-void file_issue_read(Engine *e, FileSlot *f, Buffer *b)
+void file_issue_read(Shard *s, FileSlot *f, Buffer *b)
 {
         int64_t off = f->seekable ? (int64_t)(b->offset + b->got) : -1;
-        int rwf = (f->job->options.dontcache && e->dontcache_ok) ? RWF_DONTCACHE : 0;
+        int rwf = (f->job->options.dontcache && atomic_load_explicit(&s->engine->dontcache_ok, memory_order_relaxed))
+                          ? RWF_DONTCACHE
+                          : 0;
 
         size_t len = b->want - b->got;
 
         if (f->ops == 0)
-                f->progress_usec = e->now; /* waiting for a buffer was not a stall */
+                f->progress_usec = s->now; /* waiting for a buffer was not a stall */
         b->in_flight = true;
         b->direct_read = f->strategy == ENGINE_READ_DIRECT;
+        b->dontcache_read = rwf != 0;
         f->poll_ready = false; /* a stream polls again before its next read */
-        if (b->direct_read && e->config.test_direct_einval && len > 1)
+        if (b->direct_read && s->config.test_direct_einval && len > 1)
                 len--;
-        ioring_read(e->ring, f->fd, b->data + b->got, len, off, e->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1,
+        ioring_read(s->ring, f->fd, b->data + b->got, len, off, s->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1,
                     rwf, TAG(b, OP_READ));
         f->ops++;
 }
@@ -100,7 +103,7 @@ static bool file_wants_read(FileSlot *f)
 }
 
 /* Fills in b as the next piece of f's bytes (want = up to one chunk) and queues it in f's FIFO. */
-void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b)
+void file_queue_buffer(Shard *s, FileSlot *f, Buffer *b)
 {
         b->file = f;
         b->got = 0;
@@ -109,7 +112,7 @@ void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b)
         b->view = b->data;
         b->mapped = false;
         if (f->stream)
-                b->want = (uint32_t)e->buffer_size;
+                b->want = (uint32_t)s->buffer_size;
         else {
                 b->want = (uint32_t)MIN(f->chunk, f->size - f->issue_off);
                 f->issue_off += b->want;
@@ -122,79 +125,79 @@ void file_queue_buffer(Engine *e, FileSlot *f, Buffer *b)
 /* A spanning read is over for good (complete, at EOF, failed or not wanted any more): each follower
  * gets its share of the bytes and leaves the in-flight state, the leader keeps the first slot's
  * share. Bytes past the size stat gave (the file grew) stay, for the change check to see. */
-void span_split(Engine *e, Buffer *b)
+void span_split(Shard *s, Buffer *b)
 {
         uint64_t total = b->got;
 
         if (b->span <= 1)
                 return;
         for (unsigned i = 1; i < b->span; i++) {
-                Buffer *x = &e->bufs[b->slot + i];
-                uint64_t start = (uint64_t)i * e->buffer_size;
+                Buffer *x = &s->bufs[b->slot + i];
+                uint64_t start = (uint64_t)i * s->buffer_size;
 
-                x->got = total > start ? (uint32_t)MIN(total - start, (uint64_t)e->buffer_size) : 0;
+                x->got = total > start ? (uint32_t)MIN(total - start, (uint64_t)s->buffer_size) : 0;
                 x->in_flight = false;
                 x->done = b->done;
         }
-        b->got = (uint32_t)MIN(total, (uint64_t)e->buffer_size);
-        b->want = MIN(b->want, (uint32_t)e->buffer_size);
+        b->got = (uint32_t)MIN(total, (uint64_t)s->buffer_size);
+        b->want = MIN(b->want, (uint32_t)s->buffer_size);
         b->span = 1;
 }
 
 /* Takes the slot(s) for f's next read and starts it, in the way its strategy reads. Returns the
  * first buffer, or NULL when f gets nothing now. */
-static Buffer *file_start_read(Engine *e, FileSlot *f)
+static Buffer *file_start_read(Shard *s, FileSlot *f)
 {
         if (f->linked)
-                return linked_start(e, f);
-        return read_strategy_ops(f->strategy)->start(e, f);
+                return linked_start(s, f);
+        return read_strategy_ops(f->strategy)->start(s, f);
 }
 
 /* Round-robin: each pass gives every file that wants one a read, so many files progress at once
  * and one large file cannot starve the others. With `fair`, only files of groups under their share
  * of the buffers (while several groups have files open): they go first, the rest take what is
  * left. */
-static bool issue_pass(Engine *e, bool fair)
+static bool issue_pass(Shard *s, bool fair)
 {
         bool any = false;
 
-        while (buffers_free(e)) {
-                FileSlot *start = e->read_cursor ? e->read_cursor : e->open_head;
+        while (buffers_free(s)) {
+                FileSlot *start = s->read_cursor ? s->read_cursor : s->open_head;
                 FileSlot *f = start, *resume = NULL;
 
                 if (!f)
                         break;
                 do {
-                        FileSlot *next = f->next ? f->next : e->open_head;
-                        if (file_wants_read(f) && !(fair && sched_over_buffer_share(e, f->group))) {
-                                Buffer *b = file_start_read(e, f);
+                        FileSlot *next = f->next ? f->next : s->open_head;
+                        if (file_wants_read(f) && !(fair && sched_over_buffer_share(s, f->group))) {
+                                Buffer *b = file_start_read(s, f);
                                 if (b) {
                                         if (b->mapped)
-                                                file_dispatch_ready(e, f);
+                                                file_dispatch_ready(s, f);
                                         resume = next;
                                         any = true;
                                 }
                         }
                         f = next;
-                } while (f != start && buffers_free(e));
+                } while (f != start && buffers_free(s));
                 /* The next pass starts after the last file served, not where this one stopped: free
                  * small slots keep a pass going round to its start when the files want pool
                  * buffers, and the files just after the cursor then got every buffer that came back
                  * while the others (another user's 2 MiB file behind 64 streams, H4) never did. */
                 if (!resume)
                         break;
-                e->read_cursor = resume;
+                s->read_cursor = resume;
         }
         return any;
 }
 
-bool issue_reads(Engine *e)
+bool issue_reads(Shard *s)
 {
         bool any = false;
 
-        if (e->n_groups_open > 1)
-                any = issue_pass(e, true);
-        return issue_pass(e, false) || any;
+        if (s->n_groups_open > 1)
+                any = issue_pass(s, true);
+        return issue_pass(s, false) || any;
 }
 
 /* A file that read EOF before its st_size: on a pseudo file system (sysfs, procfs, debugfs & co.)
@@ -215,12 +218,12 @@ static bool file_is_pseudo(const FileSlot *f)
 }
 
 /* A read came back: resume it when short, retry what may be retried, else judge it. */
-void read_completion(Engine *e, Buffer *b, int res)
+void read_completion(Shard *s, Buffer *b, int res)
 {
         FileSlot *f = b->file;
 
         if (f->linked) {
-                linked_read_done(e, b, res);
+                linked_read_done(s, b, res);
                 return;
         }
         f->ops--;
@@ -229,21 +232,22 @@ void read_completion(Engine *e, Buffer *b, int res)
         if (f->state != FILE_READING) {
                 /* Draining after an error or cancel: the buffer is not wanted any more. */
                 f->reads_in_flight--;
-                span_split(e, b);
-                file_drop_idle_buffers(e, f);
-                file_finish_io(e, f);
+                span_split(s, b);
+                file_drop_idle_buffers(s, f);
+                file_finish_io(s, f);
                 return;
         }
 
         if (res == -EAGAIN || res == -EINTR) {
-                file_issue_read(e, f, b);
+                file_issue_read(s, f, b);
                 return;
         }
-        if (res == -EINVAL && b->direct_read && read_direct_einval(e, f, b))
+        if (res == -EINVAL && b->direct_read && read_direct_einval(s, f, b))
                 return;
-        if (res == -EOPNOTSUPP && f->job->options.dontcache && e->dontcache_ok) {
-                e->dontcache_ok = false; /* the filesystem cannot do RWF_DONTCACHE: plain reads */
-                file_issue_read(e, f, b);
+        if (res == -EOPNOTSUPP && b->dontcache_read) {
+                /* The filesystem cannot do RWF_DONTCACHE: plain reads, on every shard. */
+                atomic_store_explicit(&s->engine->dontcache_ok, false, memory_order_relaxed);
+                file_issue_read(s, f, b);
                 return;
         }
 
@@ -251,9 +255,9 @@ void read_completion(Engine *e, Buffer *b, int res)
         if (res < 0) {
                 /* b (and its followers) no longer in flight, so file_abort() hands them back to the
                  * pool. */
-                span_split(e, b);
-                file_abort(e, f, ENGINE_FILE_ERROR, res);
-                file_finish_io(e, f);
+                span_split(s, b);
+                file_abort(s, f, ENGINE_FILE_ERROR, res);
+                file_finish_io(s, f);
                 return;
         }
 
@@ -261,7 +265,7 @@ void read_completion(Engine *e, Buffer *b, int res)
         if (res == 0) {
                 bool truncated = !f->stream && b->offset + b->got < f->size;
                 b->done = true;
-                span_split(e, b);
+                span_split(s, b);
                 if (truncated && file_is_pseudo(f)) {
                         /* sysfs and the like say 4096 and hold less: the content is what is read. */
                         f->pseudo = true;
@@ -270,29 +274,29 @@ void read_completion(Engine *e, Buffer *b, int res)
                 }
                 if (truncated) {
                         /* EOF before the size stat gave: truncated while we read. */
-                        file_abort(e, f, ENGINE_FILE_CHANGED, 0);
-                        file_finish_io(e, f);
+                        file_abort(s, f, ENGINE_FILE_CHANGED, 0);
+                        file_finish_io(s, f);
                         return;
                 }
                 f->eof = true;
         } else if (!f->stream && b->got < b->want && b->offset + b->got < f->size) {
                 /* Short read of a regular file: resume where it stopped. */
                 f->reads_in_flight++;
-                file_issue_read(e, f, b);
+                file_issue_read(s, f, b);
                 return;
         } else {
                 b->done = true;
-                span_split(e, b);
+                span_split(s, b);
                 if (f->stream)
                         f->issue_off += b->got;
         }
 
         uint64_t max = f->job->options.max_file_size;
         if (max && f->read_bytes + b->got > max && f->stream) {
-                file_abort(e, f, ENGINE_FILE_ERROR, -EFBIG);
-                file_finish_io(e, f);
+                file_abort(s, f, ENGINE_FILE_ERROR, -EFBIG);
+                file_finish_io(s, f);
                 return;
         }
-        file_dispatch_ready(e, f);
-        stream_arm(e, f);
+        file_dispatch_ready(s, f);
+        stream_arm(s, f);
 }

@@ -32,7 +32,7 @@ static bool algos_outrun_copy(const HashAlgoSet *set)
 
 /* Picks how a regular file is read (see EngineReadStrategy): one cachestat per file above
  * ENGINE_PROBE_MIN, then the chosen strategy's setup; BUFFERED when that refuses. */
-void file_choose_strategy(Engine *e, FileSlot *f)
+void file_choose_strategy(Shard *s, FileSlot *f)
 {
         EngineReadStrategy want = f->job->options.strategy;
         bool dontcache = f->job->options.dontcache;
@@ -53,13 +53,13 @@ void file_choose_strategy(Engine *e, FileSlot *f)
         /* A mapping of a partly cached file would fault the rest in: not cache-neutral. */
         if ((want == ENGINE_READ_MMAP && (!dontcache || all_cached)) ||
             (want == ENGINE_READ_AUTO && all_cached && f->size >= ENGINE_MAP_MIN && !algos_outrun_copy(&f->job->algos))) {
-                if (read_mmap_ops.setup(e, f)) {
+                if (read_mmap_ops.setup(s, f)) {
                         f->strategy = ENGINE_READ_MMAP;
                         return;
                 }
         }
         if (want == ENGINE_READ_DIRECT || (want == ENGINE_READ_AUTO && cold)) {
-                if (read_direct_ops.setup(e, f)) {
+                if (read_direct_ops.setup(s, f)) {
                         f->strategy = ENGINE_READ_DIRECT;
                         return;
                 }
@@ -69,8 +69,8 @@ buffered:
                 /* The caller opened it O_DIRECT: whole aligned blocks into the pool, as DIRECT reads
                  * (read_direct_setup() without the switch, which is already made). */
                 f->strategy = ENGINE_READ_DIRECT;
-                f->span = f->chunk == e->buffer_size ? e->max_span : 1;
+                f->span = f->chunk == s->buffer_size ? s->max_span : 1;
                 return;
         }
-        (void)read_buffered_ops.setup(e, f);
+        (void)read_buffered_ops.setup(s, f);
 }

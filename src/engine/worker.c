@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* worker.c: hashing: a file's buffers in order, BLAKE3 pieces to CVs, on the shard they were handed to */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -7,18 +8,13 @@
 #include "basic/macro.h"
 #include "io/mapguard.h"
 
-/* Empty polls before sleeping. Short on purpose: on a machine with as many workers as cores, a
- * spinning worker takes CPU from the I/O thread that would feed it (measured on 2 cores: 2000 spins
- * cost ~40% more CPU per GB on small files than 50-100, for no gain in throughput). */
-#define WORKER_SPIN 100
-
 static void worker_return(Worker *w, const ReturnItem *it)
 {
-        /* Capacity covers every buffer and slot, so this cannot fail; see worker_start(). */
+        /* Capacity covers every buffer and slot, so this cannot fail; see worker_init(). */
         while (!spsc_queue_push(&w->out, it))
                 sched_yield();
-        if (parker_claim_wake(&w->engine->io_parker))
-                (void)!write(w->engine->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+        if (w->from != w->to)
+                shard_wake(w->from);
 }
 
 /* The file's contexts: its algorithm's, then a set's others (EngineJobOptions.algos). */
@@ -103,7 +99,7 @@ static void piece_update(void *userdata)
         blake3_subtree_cv_mode(u->mode, u->buf->view, u->len, u->buf->offset / BLAKE3_CHUNK_LEN, u->cv);
 }
 
-/* A BLAKE3 piece: its subtree CV goes back with the buffer; the file's state is the I/O thread's. */
+/* A BLAKE3 piece: its subtree CV goes back with the buffer; the file's state is its shard's. */
 static void worker_piece(Worker *w, const WorkItem *it, bool skip)
 {
         Buffer *b = it->buf;
@@ -118,17 +114,17 @@ static void worker_piece(Worker *w, const WorkItem *it, bool skip)
                 b->piece_ok = !b->fault;
                 if (b->piece_ok) {
                         atomic_fetch_add_explicit(&j->bytes_done, it->len, memory_order_relaxed);
-                        atomic_fetch_add_explicit(&w->engine->bytes_hashed, it->len, memory_order_relaxed);
+                        atomic_fetch_add_explicit(&w->to->engine->bytes_hashed, it->len, memory_order_relaxed);
                 }
         }
         b->owner = BUF_POOL;
         worker_return(w, &(ReturnItem){ .buf = b });
-        atomic_fetch_sub_explicit(&w->backlog, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&w->to->backlog, 1, memory_order_relaxed);
 }
 
 static void worker_handle(Worker *w, const WorkItem *it)
 {
-        Engine *e = w->engine;
+        Engine *e = w->to->engine;
         FileSlot *f = it->file;
         EngineJob *j = f->job;
         /* A cancelled job's queued buffers are skipped, not hashed: cancel is prompt. */
@@ -161,87 +157,59 @@ static void worker_handle(Worker *w, const WorkItem *it)
                         atomic_fetch_add_explicit(&j->bytes_done, it->len, memory_order_relaxed);
                         atomic_fetch_add_explicit(&e->bytes_hashed, it->len, memory_order_relaxed);
                 }
-                it->buf->owner = BUF_POOL; /* handed back below; the I/O thread re-owns it */
+                it->buf->owner = BUF_POOL; /* handed back below; its shard re-owns it */
                 worker_return(w, &(ReturnItem){ .buf = it->buf });
         }
 
         if (it->flags & WORK_LAST && !skip)
                 file_final(f);
         if (it->flags & (WORK_LAST | WORK_ABORT))
-                engine_file_release(e, f, w);
+                engine_file_release(w->to, f, w);
 
-        atomic_fetch_sub_explicit(&w->backlog, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&w->to->backlog, 1, memory_order_relaxed);
 }
 
-static void *worker_main(void *arg)
+/* The inbox of s from every shard, its own first: each item in the order it was queued. */
+bool shard_hash_work(Shard *s)
 {
-        Worker *w = arg;
+        Engine *e = s->engine;
+        bool any = false;
         WorkItem it;
-        unsigned spins = 0;
 
-        if (w->cpu >= 0) {
-                cpu_set_t set;
-                CPU_ZERO(&set);
-                CPU_SET(w->cpu, &set);
-                /* Best effort: a cpuset may forbid it, and an unpinned worker still works. */
-                (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-        }
-
-        for (;;) {
-                if (spsc_queue_pop(&w->in, &it)) {
+        for (unsigned k = 0; k < e->n_shards; k++) {
+                Worker *w = &e->shards[(s->id + k) % e->n_shards].links[s->id];
+                while (spsc_queue_pop(&w->in, &it)) {
                         worker_handle(w, &it);
-                        spins = 0;
-                        continue;
+                        any = true;
                 }
-                if (atomic_load_explicit(&w->stop, memory_order_acquire))
-                        break;
-                if (++spins < WORKER_SPIN) {
-                        cpu_relax();
-                        continue;
-                }
-                parker_prepare(&w->parker);
-                if (!spsc_queue_empty(&w->in) || atomic_load(&w->stop)) {
-                        parker_cancel(&w->parker);
-                        continue;
-                }
-                parker_park(&w->parker);
-                spins = 0;
         }
-        return NULL;
+        return any;
 }
 
-int worker_start(Worker *w, Engine *e, unsigned id, int cpu, size_t queue_capacity)
+bool shard_work_pending(Shard *s)
 {
-        char name[16];
+        Engine *e = s->engine;
+
+        for (unsigned i = 0; i < e->n_shards; i++)
+                if (!spsc_queue_empty(&e->shards[i].links[s->id].in))
+                        return true;
+        return false;
+}
+
+int worker_init(Worker *w, Shard *from, Shard *to, size_t queue_capacity)
+{
         int k;
 
-        w->engine = e;
-        w->id = id;
-        w->cpu = cpu;
+        w->from = from;
+        w->to = to;
         k = spsc_queue_init(&w->in, queue_capacity, sizeof(WorkItem));
         if (k < 0)
                 return k;
-        k = spsc_queue_init(&w->out, queue_capacity, sizeof(ReturnItem));
-        if (k < 0)
-                return k;
-
-        k = -pthread_create(&w->thread, NULL, worker_main, w);
-        if (k < 0)
-                return k;
-        w->started = true;
-        snprintf(name, sizeof(name), "fhash-hash%u", id);
-        (void)pthread_setname_np(w->thread, name);
-        return 0;
+        return spsc_queue_init(&w->out, queue_capacity, sizeof(ReturnItem));
 }
 
-void worker_stop(Worker *w)
+void worker_deinit(Worker *w)
 {
-        if (w->started) {
-                atomic_store_explicit(&w->stop, true, memory_order_release);
-                parker_wake(&w->parker);
-                (void)pthread_join(w->thread, NULL);
-                w->started = false;
-        }
         spsc_queue_deinit(&w->in);
         spsc_queue_deinit(&w->out);
 }
