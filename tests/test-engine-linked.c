@@ -242,7 +242,7 @@ typedef struct MutateHook {
         unsigned calls;
 } MutateHook;
 
-/* On the I/O thread, between the statx that picked the file and the chain. */
+/* On the file's shard, between the statx that picked the file and the chain. */
 static void mutate_hook(const char *path, void *userdata)
 {
         MutateHook *h = userdata;

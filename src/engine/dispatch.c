@@ -39,7 +39,6 @@ void send_work(Shard *s, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags)
         Worker *w = &s->links[s->id];
 
         if (!f->worker_started) {
-                f->worker = s->id;
                 f->worker_started = true;
                 /* The hashing side now holds a part of the file until LAST or ABORT. */
                 atomic_fetch_add_explicit(&f->parts, 1, memory_order_relaxed);

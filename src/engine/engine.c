@@ -312,6 +312,11 @@ IoMode engine_get_io_mode(Engine *e)
         return e->shards[0].io_mode;
 }
 
+IoMode engine_get_shard_io_mode(Engine *e, unsigned shard)
+{
+        return shard < e->n_shards ? e->shards[shard].io_mode : -EINVAL;
+}
+
 unsigned engine_get_workers(Engine *e)
 {
         return e->n_shards;

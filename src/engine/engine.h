@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* engine.h: the hashing engine: an io_uring reader thread, a registered buffer pool and pinned workers */
+/* engine.h: the hashing engine: one shard per core, each with its io_uring ring, its part of the
+ * registered pool and its files, reading and hashing them on that core */
 #pragma once
 
 #include <stdbool.h>
@@ -13,8 +14,13 @@
 /*
  * Threads and ownership
  * ---------------------
- * The engine runs one I/O thread (owner of the io_uring ring) and N hashing workers. The thread that
- * created the engine is the "consumer": it creates and starts jobs, cancels them and calls
+ * The engine runs one shard per core (EngineConfig.workers; one per online CPU by default), each a thread pinned to its
+ * core that owns an io_uring ring (SINGLE_ISSUER), its share of the registered pool, of the small-file
+ * slots and of the files open at once. A shard opens, reads and hashes the files it takes, start to
+ * end: a buffer is hashed on the core that read it, while it is in that core's cache. Every shard
+ * takes the next input of a job when it has a slot free (one counter per job), so a job's inputs
+ * spread over all cores as they go; only the pieces of one big BLAKE3 file are hashed on other
+ * shards. Results leave through one eventfd. The thread that created the engine is the "consumer": it creates and starts jobs, cancels them and calls
  * engine_dispatch() when engine_get_fd() becomes readable. Every callback runs inside
  * engine_dispatch(), on the consumer thread, so callers need no locking of their own. All functions
  * below must be called from the consumer thread, except engine_job_get_progress() and the getters of
@@ -26,7 +32,7 @@ typedef struct EngineJob EngineJob;
 
 /*
  * How path inputs are opened (see "How each file is read" in README.md). CLASSIC: OPENAT through the
- * ring, statx of the fd, reads, statx, CLOSE, each a round trip through the I/O thread. LINKED: a path
+ * ring, statx of the fd, reads, statx, CLOSE, each a round trip through the shard's ring. LINKED: a path
  * whose statx(path) shows a small regular file (under one pool slot, and under ENGINE_PROBE_MIN unless
  * the job forces buffered reads) goes to the ring as one chain, open into a direct descriptor -> read
  * into a pool slot -> close, with no fd in the process; everything else, and every failure the chain
@@ -53,12 +59,12 @@ DECLARE_STRING_TABLE_LOOKUP(engine_open_mode, EngineOpenMode);
 #define ENGINE_MAX_OPEN 65536u
 
 typedef struct EngineConfig {
-        unsigned workers;      /* hashing threads; 0 = one per online CPU */
+        unsigned workers;      /* shards (threads, each with a ring); 0 = one per online CPU */
         size_t buffer_size;    /* bytes per pool slot; 0 = 1 MiB; rounded up to 4 KiB */
         unsigned buffers;      /* pool slots (reads + hashing in flight); 0 = default (>= 8) */
         unsigned max_open;     /* files open at once; 0 = default (64) */
         IoMode io_mode;  /* IO_MODE_AUTO unless a test forces a fallback */
-        bool no_pin;           /* do not pin workers to CPUs */
+        bool no_pin;           /* do not pin shards to CPUs */
         EngineOpenMode open_mode;  /* ENGINE_OPEN_AUTO unless a test or benchmark forces one */
         /* Bytes per O_DIRECT read of a large cold file: a read spans that many adjacent pool slots
          * (see "How each file is read" in README.md). 0 = the default (ENGINE_DIRECT_REQUEST);
@@ -68,7 +74,10 @@ typedef struct EngineConfig {
          * kernel answers EINVAL and the fallback to buffered reads runs, as on a filesystem whose
          * alignment STATX_DIOALIGN did not announce. */
         bool test_direct_einval;
-        /* Tests only: called on the I/O thread after the statx that picked a path for the linked chain
+        /* Tests only: shards whose bit is set (bit i: shard i) run on pread instead of io_uring, as
+         * if their ring could not be made, while the others use io_uring. */
+        uint64_t test_pread_shards;
+        /* Tests only: called on the file's shard after the statx that picked a path for the linked chain
          * and before the chain is submitted, so that a test can change the file in between. */
         void (*test_linked_hook)(const char *path, void *userdata);
         void *test_linked_userdata;
@@ -86,8 +95,9 @@ typedef struct EngineConfig {
  * at 1.2-1.5 GB/s and 4 MiB ones at up to 2.4 (bench/ANALYSIS.md, "C1/C2"). */
 #define ENGINE_DIRECT_REQUEST ((size_t)4 << 20)
 
-/* Starts the I/O thread and the workers. -ENOMEM, -EINVAL for a bad config, or the errno of the
- * first thing that failed. Falls back from registered buffers to unregistered to pread in AUTO. */
+/* Starts the shards. -ENOMEM, -EINVAL for a bad config, or the errno of the first thing that failed.
+ * Falls back from registered buffers to unregistered to pread in AUTO, each shard on its own (under
+ * an 8 MiB memlock limit one shard's part of the pool may be registered and another's not). */
 int engine_new(const EngineConfig *config, Engine **ret);
 /* Cancels every job, joins all threads, closes every fd and frees everything. Pending results are
  * dropped without callbacks. Takes NULL. */
@@ -103,8 +113,9 @@ int engine_dispatch(Engine *e);
  * dispatches. For simple clients (fhashctl --local, tests, benchmarks) without an event loop. */
 int engine_run_once(Engine *e, uint64_t timeout_usec);
 
-IoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after fallbacks */
-unsigned engine_get_workers(Engine *e);
+IoMode engine_get_io_mode(Engine *e);   /* the mode actually in use after fallbacks (shard 0's) */
+IoMode engine_get_shard_io_mode(Engine *e, unsigned shard);  /* -EINVAL for no such shard */
+unsigned engine_get_workers(Engine *e); /* shards */
 size_t engine_get_buffer_size(Engine *e);
 unsigned engine_get_buffers(Engine *e);
 unsigned engine_get_direct_span(Engine *e);
@@ -116,9 +127,8 @@ unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finis
 /*
  * How a regular file's bytes reach the hash. Every strategy gives the same digest; they differ in
  * copies, system calls and what is left in the page cache. AUTO decides per file from cachestat(2):
- * a large file entirely in the page cache is mapped and hashed in place (no copy) unless its
- * algorithm hashes faster than a core copies (XXH3, XXH128, CRC32C: then the I/O thread's copy
- * overlapping the hashing wins over one worker walking a mapping); a cold file opened by
+ * a large file entirely in the page cache is mapped and hashed in place (no copy: the shard that
+ * hashes it would otherwise make the copy itself); a cold file opened by
  * path is read with O_DIRECT into the pool (no page-cache copy, nothing left cached); anything else,
  * and every file below ENGINE_PROBE_MIN, is read through the page cache into the pool. A strategy the
  * file cannot take (a pipe, a filesystem without O_DIRECT, an fd passed by the caller for DIRECT,
@@ -127,7 +137,7 @@ unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finis
 typedef enum EngineReadStrategy {
         ENGINE_READ_AUTO,
         ENGINE_READ_BUFFERED,  /* read(2)-style copies from the page cache into the pool */
-        ENGINE_READ_MMAP,      /* map the file; workers hash the page cache in place */
+        ENGINE_READ_MMAP,      /* map the file; the shard hashes the page cache in place */
         ENGINE_READ_DIRECT,    /* O_DIRECT reads into the pool, bypassing the page cache */
         _ENGINE_READ_MAX,
         _ENGINE_READ_INVALID = -EINVAL,
@@ -139,7 +149,7 @@ DECLARE_STRING_TABLE_LOOKUP(engine_read_strategy, EngineReadStrategy);
  * costs more than the one copy it would save. */
 #define ENGINE_PROBE_MIN ((uint64_t)256 << 10)
 /* AUTO maps only files of at least this size: mmap, the faults and above all munmap's TLB
- * shoot-down on every core running a worker cost more than copying a smaller file. */
+ * shoot-down on every core running a shard cost more than copying a smaller file. */
 #define ENGINE_MAP_MIN ((uint64_t)8 << 20)
 
 typedef enum EngineFileStatus {
@@ -165,7 +175,8 @@ typedef struct EngineFileResult {
         size_t digest_size;        /* 0 unless status == ENGINE_FILE_OK */
         uint8_t digest[HASH_SET_DIGEST_MAX];  /* a set's digests joined (EngineJobOptions.algos) */
         EngineReadStrategy strategy;  /* how the file was read: BUFFERED, MMAP or DIRECT */
-        bool parallel;             /* hashed in pieces on several workers (BLAKE3 tree) */
+        bool parallel;             /* hashed in pieces on several shards (BLAKE3 tree) */
+        unsigned shard;            /* the shard (ring and core) that read it */
         /* What stat said at the start and at the end, for CHANGED (both zero if never known). */
         uint64_t size_before, size_after;
         int64_t mtime_before_nsec, mtime_after_nsec;
@@ -209,7 +220,7 @@ typedef struct EngineJobOptions {
         /* Several algorithms in one read of each file: NULL (or a set of one) hashes with the job's
          * algorithm alone; otherwise a set whose first is that algorithm, and each result's digest
          * is the set's digests joined (see HashAlgoSet), digest_size their sum. Not with params
-         * (-EINVAL). BLAKE3 in a set is hashed on one worker like the others. Copied. */
+         * (-EINVAL). BLAKE3 in a set is hashed on one shard like the others. Copied. */
         const HashAlgoSet *algos;
 } EngineJobOptions;
 
@@ -280,7 +291,7 @@ typedef struct EngineJobProgress {
         size_t files_total;
         size_t files_failed;
         uint64_t start_usec;    /* CLOCK_MONOTONIC when the job started; 0 if not started */
-        bool running;           /* the I/O thread has begun opening its inputs (not just queued) */
+        bool running;           /* a shard has begun opening its inputs (not just queued) */
 } EngineJobProgress;
 
 /* Any thread; lock-free snapshot. */

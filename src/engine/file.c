@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* file.c: a file's life on the I/O thread once it is open: errors, aborts, buffers to the worker in
+/* file.c: a file's life on its shard's I/O side once it is open: errors, aborts, buffers to the worker in
  * order, the change check and the close */
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +187,7 @@ void file_result(const FileSlot *f, EngineFileResult *ret)
                 .size = f->read_bytes,
                 .strategy = f->strategy,
                 .parallel = f->parallel,
+                .shard = f->shard,
                 .cookie = f->job->inputs[f->input].cookie,
         };
 

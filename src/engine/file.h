@@ -16,10 +16,11 @@ typedef struct FileSlot FileSlot;
 typedef struct ShareGroup ShareGroup;
 
 /*
- * Ownership of a buffer slot: exactly one of POOL (on the I/O thread's free list), RING (a read is
- * in flight into it, or it waits in its file's FIFO for its turn), WORKER (queued to or being hashed
- * by a worker). Only the current owner writes the Buffer; the SPSC queues carry it across threads
- * with release/acquire ordering, which also publishes the data the kernel wrote into it.
+ * Ownership of a buffer slot: exactly one of POOL (on its shard's free list), RING (a read is in
+ * flight into it, or it waits in its file's FIFO for its turn), WORKER (queued for hashing, on its
+ * own shard or, a BLAKE3 piece, on another). Only the current owner writes the Buffer; the SPSC
+ * queues carry it between the I/O side and the hashing side (across threads for pieces) with
+ * release/acquire ordering, which also publishes the data the kernel wrote into it.
  */
 typedef enum BufOwner {
         BUF_POOL,
@@ -62,15 +63,15 @@ typedef enum FileState {
         FILE_READING,
         FILE_DRAINING,  /* failed or cancelled: waiting for its operations to come back */
         FILE_CLOSING,   /* statx-after and close in flight */
-        FILE_IO_DONE,   /* the I/O thread is finished with it; the worker may not be */
+        FILE_IO_DONE,   /* the I/O side is finished with it; the hashing side may not be */
 } FileState;
 
 /*
  * One file in flight. Slots are preallocated (max_open of them), each with its own HashCtx made
- * once, so no allocation happens per file or per buffer. The I/O thread owns the slot's I/O fields;
- * the worker the file is assigned to owns ctx/digest/hashed. `parts` counts who still holds it: the
- * I/O thread always, plus the worker once the first work item went out. Whoever drops the last part
- * publishes the result (acq_rel makes the other side's fields visible) and gives the slot back.
+ * once, so no allocation happens per file or per buffer. Its shard's I/O side owns the slot's I/O
+ * fields, its hashing side (the same thread, at another point of the loop) ctx/digest/hashed.
+ * `parts` counts who still holds it: the I/O side always, plus the hashing side once the first work
+ * item went out. Whoever drops the last part publishes the result and gives the slot back.
  */
 struct FileSlot {
         _Alignas(16) EngineJob *job;  /* NULL once the result is posted early (a stalled file) */
@@ -91,7 +92,7 @@ struct FileSlot {
         uint64_t chunk;             /* bytes per buffer (read) or window (mapped) of this file */
         unsigned span;              /* DIRECT: pool slots per read request (see read_direct_setup()) */
         /* BLAKE3 on several workers: every buffer is a piece any worker hashes to a subtree CV; the
-         * I/O thread merges the CVs in file order. */
+         * file's shard merges the CVs in file order. */
         bool parallel;
         Blake3Merge *merge;         /* allocated for the file, freed when the slot is released */
         Buffer *cv_wait;            /* hashed pieces that came back before their turn, by offset */
@@ -103,10 +104,10 @@ struct FileSlot {
         bool eof;                   /* no more reads will be issued */
         Buffer *fifo_head, *fifo_tail;
         unsigned reads_in_flight;
-        unsigned worker;
+        unsigned shard;             /* the shard whose slot this is */
         bool worker_started;        /* FIRST sent */
         bool worker_closed;         /* LAST or ABORT sent */
-        EngineFileStatus status;    /* set by the I/O thread; OK unless something went wrong */
+        EngineFileStatus status;    /* set by the I/O side; OK unless something went wrong */
         int error;
         _Atomic int parts;
 
@@ -175,7 +176,7 @@ static inline int64_t stx_mtime_nsec(const struct statx *s)
         return (int64_t)s->stx_mtime.tv_sec * 1000000000 + s->stx_mtime.tv_nsec;
 }
 
-/* file.c: a file's life after it opened, on the I/O thread. */
+/* file.c: a file's life after it opened, on its shard's I/O side. */
 void file_set_error(FileSlot *f, EngineFileStatus st, int error);
 void file_abort(Shard *s, FileSlot *f, EngineFileStatus st, int error);
 void file_finish_io(Shard *s, FileSlot *f);

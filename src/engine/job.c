@@ -104,7 +104,7 @@ void engine_close_later(Engine *e, int fd)
         shard_wake(s);
 }
 
-/* The fds of inputs never opened (a job never started) go to the I/O thread to be closed through
+/* The fds of inputs never opened (a job never started) go to shard 0 to be closed through
  * the ring; once the engine is gone there is nobody to hand them to. */
 static void job_free(EngineJob *j)
 {

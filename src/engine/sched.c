@@ -323,7 +323,7 @@ bool open_more(Shard *s)
                 s->free_slots = f->next;
                 *f = (FileSlot){ .job = j, .input = input, .algo = j->algo, .state = FILE_OPENING,
                                  .fd = -EBADF, .status = ENGINE_FILE_OK, .ctx = ctx, .chunk = s->buffer_size,
-                                 .group = g, .progress_usec = s->now };
+                                 .group = g, .progress_usec = s->now, .shard = s->id };
                 memcpy(f->ctx_more, more, sizeof(more));
                 atomic_store_explicit(&f->parts, 1, memory_order_relaxed);
                 open_list_add(s, f);

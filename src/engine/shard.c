@@ -150,7 +150,8 @@ static int io_setup(Shard *s)
         entries = 1;
         while (entries < s->max_open * (s->config.open_mode == ENGINE_OPEN_LINKED ? 5 : 3) + s->n_buffers + 8)
                 entries <<= 1;
-        k = ioring_new(s->config.io_mode, MIN(entries, 4096u), iov, n_iov, s->wake_fd, &s->ring);
+        IoMode mode = s->id < 64 && (s->config.test_pread_shards >> s->id & 1) ? IO_MODE_PREAD : s->config.io_mode;
+        k = ioring_new(mode, MIN(entries, 4096u), iov, n_iov, s->wake_fd, &s->ring);
         free(iov);
         if (k < 0)
                 return k;
