@@ -39,7 +39,7 @@
 #define FHASH_CONFIG_DROPIN_DIR "fhash/fhashd.conf.d"
 
 typedef struct FhashConfig {
-        unsigned workers;                      /* Workers: hashing threads, 0 = one per online CPU */
+        unsigned workers;                      /* Workers: shards (a ring and a thread per core), 0 = one per online CPU */
         uint64_t buffer_size;                  /* BufferSize: bytes per pool slot */
         unsigned buffers;                      /* Buffers: pool slots, 0 = engine default (>= 8) */
         unsigned max_open_files;               /* MaxOpenFiles: files the engine keeps open at once */
