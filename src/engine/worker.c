@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/mman.h>
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
@@ -61,6 +62,14 @@ static bool hash_mapped(const FileSlot *f, const uint8_t *p, size_t len)
         return mapguard_run(p, len, mapped_update, &u) >= 0;
 }
 
+/* A hashed window of a mapping leaves the process's page tables (the page cache keeps it): a shard
+ * walking mapped files would otherwise count every byte of them in its RSS (1 GiB over the mixed
+ * tree). Windows start at multiples of their size, page-aligned. */
+static void mapped_done(const uint8_t *p, size_t len)
+{
+        (void)madvise((void *)(uintptr_t)p, len, MADV_DONTNEED);
+}
+
 static void file_init(FileSlot *f)
 {
         HashCtx *ctx[HASH_SET_MAX];
@@ -107,9 +116,10 @@ static void worker_piece(Worker *w, const WorkItem *it, bool skip)
         PieceUpdate u = { .buf = b, .len = it->len, .cv = b->cv, .mode = &j->b3mode };
 
         if (!skip) {
-                if (b->mapped)
+                if (b->mapped) {
                         b->fault = mapguard_run(b->view, it->len, piece_update, &u) < 0;
-                else
+                        mapped_done(b->view, it->len);
+                } else
                         piece_update(&u);
                 b->piece_ok = !b->fault;
                 if (b->piece_ok) {
@@ -146,9 +156,12 @@ static void worker_handle(Worker *w, const WorkItem *it)
                 skip = true; /* the mapping faulted: the digest is void, the file ends CHANGED */
 
         if (it->buf) {
-                if (!skip && it->buf->mapped && !hash_mapped(f, it->buf->view, it->len)) {
-                        f->map_fault = true;
-                        skip = true;
+                if (!skip && it->buf->mapped) {
+                        if (!hash_mapped(f, it->buf->view, it->len)) {
+                                f->map_fault = true;
+                                skip = true;
+                        }
+                        mapped_done(it->buf->view, it->len);
                 }
                 if (!skip) {
                         if (!it->buf->mapped)
@@ -169,17 +182,25 @@ static void worker_handle(Worker *w, const WorkItem *it)
         atomic_fetch_sub_explicit(&w->to->backlog, 1, memory_order_relaxed);
 }
 
-/* The inbox of s from every shard, its own first: each item in the order it was queued. */
+/* Bytes hashed per turn of a shard's loop before it goes round again: the buffers hashed so far go
+ * back to the pool and are read into again while the rest is hashed, so the device is never left
+ * idle behind a long batch of hashing (a cold file read O_DIRECT waited for whole batches). */
+#define HASH_TURN_BYTES ((uint64_t)1 << 20)
+
+/* The inbox of s from every shard, its own first, each in the order it was queued, up to
+ * HASH_TURN_BYTES (at least one item). */
 bool shard_hash_work(Shard *s)
 {
         Engine *e = s->engine;
+        uint64_t bytes = 0;
         bool any = false;
         WorkItem it;
 
         for (unsigned k = 0; k < e->n_shards; k++) {
                 Worker *w = &e->shards[(s->id + k) % e->n_shards].links[s->id];
-                while (spsc_queue_pop(&w->in, &it)) {
+                while (bytes < HASH_TURN_BYTES && spsc_queue_pop(&w->in, &it)) {
                         worker_handle(w, &it);
+                        bytes += it.len;
                         any = true;
                 }
         }
