@@ -243,7 +243,7 @@ Engine *engine_free(Engine *e)
         if (!e)
                 return NULL;
 
-        if (e->started) {
+        if (e->started && e->shards) {
                 /* Shards that started wait in their loop for the others to be quiet: one that failed
                  * to set up counts as quiet from the start. */
                 for (unsigned i = 0; i < e->n_shards; i++)
