@@ -83,8 +83,14 @@ static void files_free(Files *f)
         free(f->dir);
 }
 
-/* Every result against a one-shot hash of the bytes the file was written with. */
-static void assert_digests(const Collector *c, HashAlgo a)
+/* The first PIPES inputs of an ordered job: pipes holding one byte each, kept open until every one
+ * of them is being read. A shard holds at most 2 files at once here (max_open 2 per shard) and a
+ * stream without EOF holds its slot, so all of them open only once every shard has taken 2: the
+ * spread over all shards does not depend on how the threads get the two CPUs. */
+#define PIPES (2 * SHARDS)
+
+/* Every result against a one-shot hash of what its input held. */
+static void assert_digests(const Collector *c, HashAlgo a, size_t pipes)
 {
         uint8_t ref[HASH_DIGEST_MAX];
         size_t max = 3 * SLOT + 17;
@@ -92,11 +98,15 @@ static void assert_digests(const Collector *c, HashAlgo a)
 
         assert_non_null(data);
         for (size_t i = 0; i < c->n; i++) {
-                uint64_t size = sizes[i % ELEMENTSOF(sizes)];
-                th_fill_random(data, size, (uint32_t)i + 7);
-                hash_oneshot(a, data, size, ref);
                 if (c->results[i].status != ENGINE_FILE_OK)
-                        fail_msg("file %zu: status %d error %d", i, c->results[i].status, c->results[i].error);
+                        fail_msg("input %zu: status %d error %d", i, c->results[i].status, c->results[i].error);
+                if (i < pipes)
+                        hash_oneshot(a, "x", 1, ref);
+                else {
+                        uint64_t size = sizes[(i - pipes) % ELEMENTSOF(sizes)];
+                        th_fill_random(data, size, (uint32_t)(i - pipes) + 7);
+                        hash_oneshot(a, data, size, ref);
+                }
                 assert_int_equal(c->results[i].digest_size, hash_algo_digest_size(a));
                 assert_memory_equal(c->results[i].digest, ref, hash_algo_digest_size(a));
         }
@@ -110,20 +120,39 @@ static void run_ordered(Engine *e, const Files *f, HashAlgo a)
         EngineJobOptions opts = { .ordered = true };
         EngineJob *j = NULL;
         Ordered o = {};
+        int writers[PIPES];
 
-        collector_init(&o.c, f->n);
+        collector_init(&o.c, PIPES + f->n);
         assert_int_equal(engine_job_new(e, a, &opts, &j), 0);
+        for (size_t i = 0; i < PIPES; i++) {
+                int p[2];
+                assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+                assert_int_equal(write(p[1], "x", 1), 1);
+                writers[i] = p[1];
+                assert_int_equal(engine_job_add_fd(j, p[0]), (int)i);
+        }
         for (size_t i = 0; i < f->n; i++)
-                assert_int_equal(engine_job_add_path(j, f->paths[i]), (int)i);
+                assert_int_equal(engine_job_add_path(j, f->paths[i]), (int)(PIPES + i));
         assert_int_equal(engine_job_start(j, &ordered_callbacks, &o), 0);
+
+        EngineJobProgress p;
+        uint64_t end = now_usec() + 60 * 1000000ull;
+        do {
+                assert_true(now_usec() < end);
+                (void)engine_run_once(e, 10000);
+                engine_job_get_progress(j, &p);
+        } while (p.bytes_done < PIPES);
+        for (size_t i = 0; i < PIPES; i++)
+                assert_int_equal(close(writers[i]), 0);
+
         wait_job(e, &o.c, 120 * 1000000ull);
         assert_int_equal(o.c.job_result, ENGINE_JOB_DONE);
         assert_false(o.out_of_order);
-        print_message("%s: files per shard %u %u %u\n", hash_algo_to_string(a), o.per_shard[0], o.per_shard[1],
+        print_message("%s: inputs per shard %u %u %u\n", hash_algo_to_string(a), o.per_shard[0], o.per_shard[1],
                       o.per_shard[2]);
         for (unsigned s = 0; s < SHARDS; s++)
-                assert_true(o.per_shard[s] > 0);
-        assert_digests(&o.c, a);
+                assert_true(o.per_shard[s] >= 2);
+        assert_digests(&o.c, a, PIPES);
         engine_job_unref(j);
         collector_done(&o.c);
 }
@@ -252,7 +281,7 @@ static int child_memlock_split(void)
                 return 11;
         files_make(&f, 60);
         run_paths(e, NULL, f.paths, f.n, &c);
-        assert_digests(&c, HASH_SHA256);
+        assert_digests(&c, HASH_SHA256, 0);
         collector_done(&c);
         engine_free(e);
         files_free(&f);

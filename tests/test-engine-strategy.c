@@ -170,7 +170,8 @@ static void test_span_config(void **state)
 }
 
 /* AUTO maps a file that is entirely cached, reads a cold one with O_DIRECT, a small one through the
- * page cache, and an fd (whose open file description is the caller's) never with O_DIRECT. */
+ * page cache, and a caller's fd through a description of the engine's own (the caller's is never
+ * changed). */
 static void test_strategy_auto_choice(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-auto");
@@ -222,10 +223,27 @@ static void test_strategy_auto_choice(void **state)
         assert_result_matches(&r, HASH_SHA256, big);
         assert_int_equal(r.strategy, dir_has_direct(dir) ? ENGINE_READ_DIRECT : ENGINE_READ_BUFFERED);
 
-        file_make_cold(big);
-        r = hash_one(e, HASH_SHA256, big, open(big, O_RDONLY | O_CLOEXEC), NULL);
-        assert_result_matches(&r, HASH_SHA256, big);
-        assert_int_equal(r.strategy, ENGINE_READ_BUFFERED);
+        /* A caller's fd, cold: reopened as the engine's own description for O_DIRECT; the caller's
+         * (seen through a dup of what it passed) keeps its flags and offset. */
+        {
+                _cleanup_close_ int mine = open(big, O_RDONLY | O_CLOEXEC);
+                assert_true(mine >= 0);
+                int flags = fcntl(mine, F_GETFL);
+                file_make_cold(big);
+                r = hash_one(e, HASH_SHA256, big, fcntl(mine, F_DUPFD_CLOEXEC, 3), NULL);
+                assert_result_matches(&r, HASH_SHA256, big);
+                assert_int_equal(r.strategy, dir_has_direct(dir) ? ENGINE_READ_DIRECT : ENGINE_READ_BUFFERED);
+                assert_int_equal(fcntl(mine, F_GETFL), flags);
+                assert_int_equal(lseek(mine, 0, SEEK_CUR), 0);
+        }
+        /* A write-only fd is never turned into a readable one: its reads fail as before. */
+        {
+                file_make_cold(big);
+                r = hash_one(e, HASH_SHA256, big, open(big, O_WRONLY | O_CLOEXEC), NULL);
+                assert_int_equal(r.status, ENGINE_FILE_ERROR);
+                assert_int_equal(r.error, -EBADF);
+                assert_int_equal(r.digest_size, 0);
+        }
 
         file_make_cached(small, 0, 100u << 10);
         r = hash_one(e, HASH_SHA256, small, -EBADF, NULL);
@@ -269,11 +287,12 @@ static void test_dontcache(void **state)
                 fail_msg("by path: %" PRIu64 " of %" PRIu64 " pages cached after a cache-neutral read (%s)",
                          after.cached, after.pages, engine_read_strategy_to_string(r.strategy));
 
-        /* By fd, cold: RWF_DONTCACHE reads (6.14+; older kernels have no way to do this for an fd). */
+        /* By fd, cold: O_DIRECT through a description of the engine's own, or RWF_DONTCACHE reads
+         * where the file system has no O_DIRECT (6.14+; older kernels have no way to do this for an fd). */
         file_make_cold(path);
         r = hash_one(e, HASH_SHA256, path, open(path, O_RDONLY | O_CLOEXEC), &o);
         assert_digest_hex(&r, ref);
-        assert_int_equal(r.strategy, ENGINE_READ_BUFFERED);
+        assert_int_equal(r.strategy, dir_has_direct(dir) ? ENGINE_READ_DIRECT : ENGINE_READ_BUFFERED);
         after = file_cache_state(path);
         if (after.cached > after.pages / 100) {
                 struct utsname u;
@@ -297,9 +316,10 @@ static void test_dontcache(void **state)
                 fail_msg("half cached: %" PRIu64 " pages before, %" PRIu64 " after (of %" PRIu64 ", %s)",
                          before.cached, after.cached, after.pages, engine_read_strategy_to_string(r.strategy));
 
-        /* And an ordinary read of a cold file does cache it (the test can tell the difference). */
+        /* And an ordinary buffered read of a cold file does cache it (the test can tell the
+         * difference). */
         file_make_cold(path);
-        r = hash_one(e, HASH_SHA256, path, open(path, O_RDONLY | O_CLOEXEC), NULL);
+        r = hash_one(e, HASH_SHA256, path, -EBADF, &(EngineJobOptions){ .strategy = ENGINE_READ_BUFFERED });
         assert_digest_hex(&r, ref);
         after = file_cache_state(path);
         assert_true(after.cached > after.pages / 2);

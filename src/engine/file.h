@@ -79,7 +79,7 @@ struct FileSlot {
         HashAlgo algo;
         FileState state;
         int fd;
-        bool fd_input;              /* fd came from the caller; never opened by path */
+        bool fd_input;              /* fd came from the caller (until read-direct.c reopens it as ours) */
         unsigned ops;               /* operations in flight for this file */
         struct statx stx, stx_after;
         bool stat_ok, stat_after_ok;

@@ -1,34 +1,81 @@
 /* SPDX-License-Identifier: MIT */
-/* read-direct.c: a cold file opened by path is read with O_DIRECT into the pool, in requests that
- * span several adjacent slots */
+/* read-direct.c: a cold file is read with O_DIRECT into the pool (a caller's fd through a reopened
+ * description of our own), in requests that span several adjacent slots */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
 
-/* O_DIRECT on our own fd, if the filesystem takes it with the alignment our reads have: offsets and
- * lengths in whole 4 KiB units, buffers page-aligned (STATX_DIOALIGN says what the file needs). */
-static bool file_set_direct(FileSlot *f)
+/*
+ * A caller's fd, as a description of our own: O_DIRECT on the caller's would change theirs (their
+ * reads would start failing on unaligned buffers). A readable one (O_RDONLY or O_RDWR: never more
+ * than the caller could read; a write-only fd is not turned into a readable one) is reopened
+ * read-only through /proc/self/fd, whose magic link reaches the open file itself, not a path, and is
+ * kept only if it is the same regular file the first statx saw. -errno when it cannot be.
+ */
+static int fd_reopen_own(const FileSlot *f)
+{
+        char p[64];
+        struct stat st;
+        int fl, fd;
+
+        fl = fcntl(f->fd, F_GETFL);
+        if (fl < 0)
+                return -errno;
+        if ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR)
+                return -EBADF;
+        (void)snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != f->stx.stx_ino ||
+            major(st.st_dev) != f->stx.stx_dev_major || minor(st.st_dev) != f->stx.stx_dev_minor) {
+                (void)close(fd); /* a local regular file: nothing to flush */
+                return -ESTALE;
+        }
+        return fd;
+}
+
+/* O_DIRECT on our own fd (a caller's is reopened first), if the filesystem takes it with the
+ * alignment our reads have: offsets and lengths in whole 4 KiB units, buffers page-aligned
+ * (STATX_DIOALIGN says what the file needs). */
+static bool file_set_direct(Shard *s, FileSlot *f)
 {
         struct statx stx;
         uint32_t mem_align, off_align;
-        int fl;
+        int fl, fd = f->fd;
 
-        if (f->fd_input)
-                return false; /* the caller's open file description: O_DIRECT would change theirs */
-        if (statx(f->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) < 0 || !(stx.stx_mask & STATX_DIOALIGN))
+        if (f->fd_input && (fd = fd_reopen_own(f)) < 0)
                 return false;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) < 0 || !(stx.stx_mask & STATX_DIOALIGN))
+                goto refused;
         /* sys/stat.h takes struct statx from linux/stat.h, which has the 6.1 fields. */
         mem_align = stx.stx_dio_mem_align;
         off_align = stx.stx_dio_offset_align;
         if (mem_align == 0 || off_align == 0 || mem_align > 4096 || off_align > 4096 ||
             4096 % mem_align != 0 || 4096 % off_align != 0)
-                return false;
-        fl = fcntl(f->fd, F_GETFL);
-        if (fl < 0 || fcntl(f->fd, F_SETFL, fl | O_DIRECT) < 0)
-                return false;
+                goto refused;
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0)
+                goto refused;
+        if (fd != f->fd) {
+                /* The caller's fd goes the way every fd of ours goes: through the ring. The file
+                 * still holds one fd, so n_fds stays. */
+                close_anon(s, f->fd);
+                f->fd = fd;
+                f->fd_input = false;
+        }
         return true;
+
+refused:
+        if (fd != f->fd)
+                (void)close(fd);
+        return false;
 }
 
 /*
@@ -47,7 +94,7 @@ static bool file_set_direct(FileSlot *f)
  */
 static bool direct_setup(Shard *s, FileSlot *f)
 {
-        if (!file_set_direct(f))
+        if (!file_set_direct(s, f))
                 return false;
         f->span = f->chunk == s->buffer_size ? s->max_span : 1;
         return true;
