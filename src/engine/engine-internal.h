@@ -153,7 +153,8 @@ struct Shard {
         unsigned n_open;              /* slots on the open list */
         unsigned open_cap;            /* lowered when the process runs out of fds */
         unsigned n_zombies;           /* slots of stalled files whose result is out, waiting for the kernel */
-        unsigned n_fds;               /* fds the open slots hold */
+        _Atomic unsigned n_fds;       /* fds the open slots hold or are opening; written by the
+                                       * shard only, read by any that runs out (engine_fds()) */
         FileSlot *deferred;           /* opens waiting for an fd to be freed */
         uint64_t fds_closed_seen;     /* engine->fds_closed when the deferred opens last went */
         _Atomic bool has_deferred;    /* any thread: deferred is not empty */
@@ -204,9 +205,9 @@ struct Engine {
         bool started;                 /* shard threads were started */
         _Atomic bool shutdown;
         _Atomic unsigned n_quiet;     /* shards with nothing left to do after shutdown */
-        _Atomic bool dontcache_ok;
-        _Atomic unsigned n_fds;       /* fds the shards' open slots hold, together */
-        _Atomic uint64_t fds_closed;  /* closes of those, ever: deferred opens retry on each */    /* cleared when a read refuses RWF_DONTCACHE: plain reads from then on */
+        _Atomic bool dontcache_ok;    /* cleared when a read refuses RWF_DONTCACHE: plain reads from then on */
+        _Atomic uint64_t fds_closed;  /* closes of the shards' fds while one of them had deferred
+                                       * opens: those retry on each */
 
         /* Shards -> consumer. */
         pthread_mutex_t event_lock;

@@ -201,6 +201,8 @@ void stream_arm(Shard *s, FileSlot *f);
 void close_anon(Shard *s, int fd);
 void close_done(Shard *s);
 void fds_add(Shard *s);
+void file_open_path(Shard *s, FileSlot *f);
+unsigned engine_fds(Engine *e);
 void deferred_retry(Shard *s);
 void file_op_done(Shard *s, FileSlot *f);
 void open_list_add(Shard *s, FileSlot *f);

@@ -100,8 +100,7 @@ static void linked_redo(Shard *s, FileSlot *f)
         f->linked = f->redo = f->fixed_open = f->fixed_closed = false;
         f->stat_ok = false;
         f->size = 0;
-        ioring_openat(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
-        f->ops++;
+        file_open_path(s, f);
 }
 
 static bool stx_same_file(const struct statx *a, const struct statx *b)

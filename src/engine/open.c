@@ -96,8 +96,7 @@ void file_start(Shard *s, FileSlot *f)
                 f->check_change = !j->options.no_change_check;
         } else if (in->path) {
                 f->stx = (struct statx){};
-                ioring_openat(s->ring, in->path, job_open_flags(j), TAG(f, OP_OPEN));
-                f->ops++;
+                file_open_path(s, f);
         } else {
                 f->fd = TAKE_FD(in->fd);
                 f->fd_input = true;
@@ -203,29 +202,55 @@ void statx_done(Shard *s, FileSlot *f, int res)
                 f->stat_ok = true;
 }
 
+/* Counts are the shards' own, each written by its thread alone (no shared counter bounces between
+ * cores on every open and close); the engine's total is summed only when an open ran out of fds. */
+static void fds_set(Shard *s, unsigned n)
+{
+        atomic_store_explicit(&s->n_fds, n, memory_order_relaxed);
+}
+
+void fds_add(Shard *s)
+{
+        fds_set(s, s->n_fds + 1);
+}
+
+/* An openat of f's path through the ring. Its fd is counted from now on, not from the completion:
+ * the kernel takes the fd before this shard reaps it, and another shard that runs out of fds
+ * meanwhile must see that one will come back (it failed with EMFILE while every fd in the process
+ * was an open of another shard not yet reaped). */
+void file_open_path(Shard *s, FileSlot *f)
+{
+        ioring_openat(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
+        f->ops++;
+        fds_add(s);
+}
+
+unsigned engine_fds(Engine *e)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < e->n_shards; i++)
+                n += atomic_load_explicit(&e->shards[i].n_fds, memory_order_relaxed);
+        return n;
+}
+
 void open_done(Shard *s, FileSlot *f, int res)
 {
-        if (res >= 0) {
-                if (f->state == FILE_OPENING && f->status == ENGINE_FILE_OK) {
-                        f->fd = res;
-                        fds_add(s);
-                        file_stat_opened(s, f);
-                } else
-                        close_anon(s, res); /* cancelled meanwhile */
-        } else if ((res == -EMFILE || res == -ENFILE) && atomic_load(&s->engine->n_fds) > 0 &&
-                   f->state == FILE_OPENING) {
+        if (res >= 0 && f->state == FILE_OPENING && f->status == ENGINE_FILE_OK) {
+                f->fd = res; /* counted since file_open_path() */
+                file_stat_opened(s, f);
+                return;
+        }
+        fds_set(s, s->n_fds - 1); /* no fd of ours after all */
+        if (res >= 0)
+                close_anon(s, res); /* cancelled meanwhile */
+        else if ((res == -EMFILE || res == -ENFILE) && engine_fds(s->engine) > 0 && f->state == FILE_OPENING) {
                 /* Out of fds, but some are ours (this shard's or another's) and will be closed:
                  * queue this open until one is, and open fewer files at once from now on. */
                 f->reopen = true;
                 s->open_cap = MAX(1u, s->n_fds);
         } else
                 file_set_error(f, res == -ECANCELED ? ENGINE_FILE_CANCELLED : ENGINE_FILE_ERROR, res);
-}
-
-void fds_add(Shard *s)
-{
-        s->n_fds++;
-        atomic_fetch_add(&s->engine->n_fds, 1);
 }
 
 /* For each fd any shard closed since s last looked, one deferred open of s may go. When the engine
@@ -236,15 +261,14 @@ void deferred_retry(Shard *s)
         Engine *e = s->engine;
         uint64_t closed = atomic_load(&e->fds_closed);
 
-        while (s->deferred && (s->fds_closed_seen < closed || atomic_load(&e->n_fds) == 0)) {
+        while (s->deferred && (s->fds_closed_seen < closed || engine_fds(e) == 0)) {
                 FileSlot *d = s->deferred;
                 if (s->fds_closed_seen < closed)
                         s->fds_closed_seen++;
                 s->deferred = d->deferred_next;
                 d->deferred_next = NULL;
                 d->reopen = false;
-                ioring_openat(s->ring, d->job->inputs[d->input].path, job_open_flags(d->job), TAG(d, OP_OPEN));
-                d->ops++;
+                file_open_path(s, d);
         }
         atomic_store(&s->has_deferred, s->deferred != NULL);
 }
@@ -253,8 +277,14 @@ void close_done(Shard *s)
 {
         Engine *e = s->engine;
 
-        s->n_fds--;
-        atomic_fetch_sub(&e->n_fds, 1);
+        bool waiting = false;
+
+        fds_set(s, s->n_fds - 1);
+        /* Only while some shard waits for an fd is a close counted and told. */
+        for (unsigned i = 0; i < e->n_shards; i++)
+                waiting |= atomic_load_explicit(&e->shards[i].has_deferred, memory_order_relaxed);
+        if (!waiting)
+                return;
         atomic_fetch_add(&e->fds_closed, 1);
         deferred_retry(s);
         /* Other shards waiting for an fd retry at their next turn. */

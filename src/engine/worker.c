@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* worker.c: hashing: a file's buffers in order, BLAKE3 pieces to CVs, on the shard they were handed to */
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/mman.h>
