@@ -8,7 +8,6 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -39,17 +38,7 @@
  * cannot be pinned; AUTO must fall back to plain reads and stay correct. */
 static int child_register_refused(void)
 {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2];
-        struct rlimit rl = { .rlim_cur = 1 << 20, .rlim_max = 1 << 20 };
-
-        if (syscall(SYS_capget, &h, d) < 0)
-                return 77;
-        for (int i = 0; i < 2; i++) {
-                d[i].effective &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
-                d[i].permitted &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
-        }
-        if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+        if (limit_memlock(1 << 20) < 0)
                 return 77;
         return child_hash_check(IO_MODE_URING);
 }

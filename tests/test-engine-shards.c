@@ -10,12 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -113,6 +110,19 @@ static void assert_digests(const Collector *c, HashAlgo a, size_t pipes)
         free(data);
 }
 
+/* Dispatches until j has hashed at least `bytes` (a minute at most). */
+static void wait_bytes_done(Engine *e, EngineJob *j, uint64_t bytes)
+{
+        uint64_t end = now_usec() + 60 * 1000000ull;
+        EngineJobProgress p;
+
+        do {
+                assert_true(now_usec() < end);
+                (void)engine_run_once(e, 10000);
+                engine_job_get_progress(j, &p);
+        } while (p.bytes_done < bytes);
+}
+
 /* One ordered job over all shards: results come in input order although the shards finish them in
  * any order, every shard had some, and every digest is right. */
 static void run_ordered(Engine *e, const Files *f, HashAlgo a)
@@ -135,13 +145,7 @@ static void run_ordered(Engine *e, const Files *f, HashAlgo a)
                 assert_int_equal(engine_job_add_path(j, f->paths[i]), (int)(PIPES + i));
         assert_int_equal(engine_job_start(j, &ordered_callbacks, &o), 0);
 
-        EngineJobProgress p;
-        uint64_t end = now_usec() + 60 * 1000000ull;
-        do {
-                assert_true(now_usec() < end);
-                (void)engine_run_once(e, 10000);
-                engine_job_get_progress(j, &p);
-        } while (p.bytes_done < PIPES);
+        wait_bytes_done(e, j, PIPES);
         for (size_t i = 0; i < PIPES; i++)
                 assert_int_equal(close(writers[i]), 0);
 
@@ -223,13 +227,7 @@ static void test_cancel_every_shard(void **state)
         assert_int_equal(engine_job_start(j, &ordered_callbacks, &o), 0);
 
         /* Each stream has had a few buffers: 6 of them running means every shard reads. */
-        uint64_t end = now_usec() + 60 * 1000000ull;
-        EngineJobProgress p;
-        do {
-                assert_true(now_usec() < end);
-                (void)engine_run_once(e, 10000);
-                engine_job_get_progress(j, &p);
-        } while (p.bytes_done < (uint64_t)N * 8 * SLOT);
+        wait_bytes_done(e, j, (uint64_t)N * 8 * SLOT);
         engine_job_cancel(j);
         wait_job(e, &o.c, 60 * 1000000ull);
         assert_int_equal(o.c.job_result, ENGINE_JOB_CANCELLED);
@@ -250,21 +248,12 @@ static void test_cancel_every_shard(void **state)
  * register its part of the pool, the other falls back to unregistered reads, and both hash right. */
 static int child_memlock_split(void)
 {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct d[2];
-        struct rlimit rl = { .rlim_cur = 8 << 20, .rlim_max = 8 << 20 };
         unsigned registered = 0;
         Engine *e = NULL;
         Files f;
         Collector c;
 
-        if (syscall(SYS_capget, &h, d) < 0)
-                return 77;
-        for (int i = 0; i < 2; i++) {
-                d[i].effective &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
-                d[i].permitted &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
-        }
-        if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+        if (limit_memlock(8 << 20) < 0)
                 return 77;
         if (engine_new(&(EngineConfig){ .workers = 2, .buffers = 12, .max_open = 8 }, &e) < 0)
                 return 10;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/capability.h>
@@ -286,6 +287,23 @@ void assert_digest_hex(const EngineFileResult *r, const char *ref)
         assert_string_equal(hex, ref);
 }
 /* ---- forced fallbacks, in a child process so the restrictions stay there ---- */
+
+int limit_memlock(rlim_t bytes)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2];
+        struct rlimit rl = { .rlim_cur = bytes, .rlim_max = bytes };
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        for (int i = 0; i < 2; i++) {
+                d[i].effective &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
+                d[i].permitted &= ~(i == CAP_IPC_LOCK / 32 ? 1u << (CAP_IPC_LOCK % 32) : 0u);
+        }
+        if (syscall(SYS_capset, &h, d) < 0 || setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+                return -errno;
+        return 0;
+}
 
 int child_hash_check(IoMode expect)
 {

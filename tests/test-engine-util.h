@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "engine/engine.h"
 #include "hash/hash.h"
@@ -49,6 +50,9 @@ bool dir_has_direct(const char *dir);
 EngineFileResult hash_one(Engine *e, HashAlgo a, const char *path, int fd, const EngineJobOptions *o);
 void assert_digest_hex(const EngineFileResult *r, const char *ref);
 int child_hash_check(IoMode expect);
+/* In a child: drops CAP_IPC_LOCK and sets RLIMIT_MEMLOCK to bytes, so that registering more fails
+ * for real. -errno when either cannot be done (the caller skips). */
+int limit_memlock(rlim_t bytes);
 void run_child(int (*fn)(void), const char *what);
 /* Hashes paths in one job (SHA-256); results into c (initialised here). */
 void run_paths(Engine *e, const EngineJobOptions *o, char **paths, size_t n, Collector *c);
