@@ -273,11 +273,11 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
 /* A regular file's file system, for an unprivileged caller's fd: refused (a per-file AccessDenied)
  * where fhashd would read it with more than the caller's rights or where it may never answer;
  * marked untrusted where it may hang but is allowed. */
-static void check_file_system(Context *c, HashInput *in, uint64_t mount_id, bool privileged)
+static void check_file_system(Context *c, HashInput *in, int fd, const FsStat *st, bool privileged)
 {
         FsInfo fs;
 
-        if (fs_table_lookup_id(c->fs_table, mount_id, &fs) < 0)
+        if (fs_table_classify(c->fs_table, fd, st, &fs) < 0)
                 fs = (FsInfo){ .class = FS_CLASS_UNKNOWN };
         if (fs.class == FS_CLASS_FUSE || fs.class == FS_CLASS_REMOTE || fs.class == FS_CLASS_UNKNOWN)
                 in->flags |= ENGINE_INPUT_UNTRUSTED_FS;
@@ -298,14 +298,15 @@ static void check_file_system(Context *c, HashInput *in, uint64_t mount_id, bool
                                     "in-process (fhashctl --local)";
         } else if (fs.class == FS_CLASS_UNKNOWN) {
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
-                in->error_message = "on a mount outside fhashd's mount namespace: its file system is unknown";
+                in->error_message = "on a file system fhashd cannot tell without asking it (a mount it does not "
+                                    "see, or one stacked on such mounts)";
         }
 }
 
 static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_streams, bool privileged,
                         sd_bus_error *error)
 {
-        uint64_t mount_id;
+        FsStat st;
         uint32_t mode;
         int flags, r;
 
@@ -318,11 +319,12 @@ static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_
         if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
         /* The cached type: fstat() would ask a FUSE server, which may never answer. */
-        r = fsinfo_stat(fd, &mode, &mount_id);
+        r = fsinfo_stat(fd, &st);
         if (r < 0) {
                 errno = -r;
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
         }
+        mode = st.mode;
 
         if (S_ISDIR(mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
@@ -341,7 +343,7 @@ static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_
                 in->error_message = S_ISSOCK(mode) ? "is a socket" : "not a regular file";
                 return 0;
         } else {
-                check_file_system(c, in, mount_id, privileged);
+                check_file_system(c, in, fd, &st, privileged);
                 if (in->error_name)
                         return 0;
         }

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -57,7 +60,7 @@ const char *fs_class_to_string(FsClass c)
         return c >= 0 && c < _FS_CLASS_MAX ? fs_class_table[c] : NULL;
 }
 
-int fsinfo_stat(int fd, uint32_t *ret_mode, uint64_t *ret_mount_id)
+int fsinfo_stat(int fd, FsStat *ret)
 {
         struct statx stx = {};
 
@@ -66,29 +69,30 @@ int fsinfo_stat(int fd, uint32_t *ret_mode, uint64_t *ret_mount_id)
                 return -errno;
         if (!(stx.stx_mask & STATX_MNT_ID) || !(stx.stx_mask & STATX_TYPE))
                 return -EOPNOTSUPP;
-        *ret_mode = stx.stx_mode;
-        *ret_mount_id = stx.stx_mnt_id;
+        *ret = (FsStat){
+                .mode = stx.stx_mode,
+                .mount_id = stx.stx_mnt_id,
+                .dev_major = stx.stx_dev_major,
+                .dev_minor = stx.stx_dev_minor,
+        };
         return 0;
 }
 
-static int mount_id_of_fd(int fd, uint64_t *ret)
-{
-        uint32_t mode;
-
-        return fsinfo_stat(fd, &mode, ret);
-}
-
 /* Parses one mountinfo line, "ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS...] - TYPE SOURCE SUPEROPTS",
- * into its mount id and ret. 0, or -EBADMSG if it cannot be read so. */
-static int parse_mount(const char *line, uint64_t *ret_id, FsInfo *ret)
+ * into its mount id, device and ret. 0, or -EBADMSG if it cannot be read so. */
+static int parse_mount(const char *line, uint64_t *ret_id, uint32_t *ret_major, uint32_t *ret_minor, FsInfo *ret)
 {
         const char *sep, *type, *end, *source, *super;
+        unsigned maj, min;
         char *idend;
         uint64_t v;
 
         errno = 0;
         v = strtoull(line, &idend, 10);
         if (errno != 0 || idend == line || *idend != ' ')
+                return -EBADMSG;
+        /* The parent's id, then the device. */
+        if (sscanf(idend, " %*u %u:%u ", &maj, &min) != 2)
                 return -EBADMSG;
         sep = strstr(line, " - ");
         if (!sep)
@@ -111,51 +115,34 @@ static int parse_mount(const char *line, uint64_t *ret_id, FsInfo *ret)
                                     (u[9] == ',' || u[9] == '\n' || u[9] == '\0');
         }
         *ret_id = v;
+        *ret_major = maj;
+        *ret_minor = min;
         return 0;
-}
-
-static void fclosep(FILE **f)
-{
-        if (*f)
-                (void)fclose(*f);
 }
 
 int fsinfo_of_fd(int fd, FsInfo *ret)
 {
-        _cleanup_(fclosep) FILE *f = NULL;
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
-        uint64_t id = 0;
+        FsTable *t = NULL;
         int r;
 
-        r = mount_id_of_fd(fd, &id);
+        r = fs_table_new(&t);
         if (r < 0)
                 return r;
-        f = fopen("/proc/self/mountinfo", "re");
-        if (!f)
-                return -errno;
-        while (getline(&line, &n, f) >= 0) {
-                uint64_t mid = 0;
-
-                r = parse_mount(line, &mid, ret);
-                if (r < 0)
-                        return r;
-                if (mid == id)
-                        return 0;
-        }
-        if (ferror(f))
-                return -EIO;
-        *ret = (FsInfo){ .class = FS_CLASS_UNKNOWN };
-        return 0;
+        r = fs_table_lookup(t, fd, ret);
+        fs_table_free(t);
+        return r;
 }
 
 typedef struct FsMount {
         uint64_t id;
+        uint32_t major, minor;
         FsInfo info;
 } FsMount;
 
 struct FsTable {
         int fd;            /* /proc/self/mountinfo, which polls POLLPRI when the table changes */
+        int fusectl_fd;    /* /sys/fs/fuse/connections where fusectl is mounted there, or -1 */
+        uint32_t memfd_minor; /* the kernel's own tmpfs for memfds (major 0), unlisted; 0 if unknown */
         bool valid;
         FsMount *mounts;
         size_t n, n_alloc;
@@ -163,18 +150,94 @@ struct FsTable {
         size_t text_alloc;
 };
 
+/* statfs's f_type of file systems found by their magic where mountinfo does not list them. */
+static const struct {
+        uint32_t magic;
+        FsClass class;
+} magic_classes[] = {
+        { 0x65735546, FS_CLASS_FUSE },    /* fuse */
+        { 0x9fa0, FS_CLASS_PSEUDO },      /* proc */
+        { 0x62656572, FS_CLASS_PSEUDO },  /* sysfs */
+        { 0x64626720, FS_CLASS_PSEUDO },  /* debugfs */
+        { 0x74726163, FS_CLASS_PSEUDO },  /* tracefs */
+        { 0x73636673, FS_CLASS_PSEUDO },  /* securityfs */
+        { 0x62656570, FS_CLASS_PSEUDO },  /* configfs */
+        { 0xcafe4a11, FS_CLASS_PSEUDO },  /* bpf */
+        { 0x27e0eb, FS_CLASS_PSEUDO },    /* cgroup */
+        { 0x63677270, FS_CLASS_PSEUDO },  /* cgroup2 */
+        { 0x6165676c, FS_CLASS_PSEUDO },  /* pstore */
+        { 0xde5e81e4, FS_CLASS_PSEUDO },  /* efivarfs */
+        { 0x65735543, FS_CLASS_PSEUDO },  /* fusectl */
+        { 0x42494e4d, FS_CLASS_PSEUDO },  /* binfmt_misc */
+        { 0xf97cff8c, FS_CLASS_PSEUDO },  /* selinuxfs */
+        { 0x43415d53, FS_CLASS_PSEUDO },  /* smackfs */
+        { 0x6e736673, FS_CLASS_PSEUDO },  /* nsfs */
+        { 0x67596969, FS_CLASS_PSEUDO },  /* rpc_pipefs */
+        { 0x6e667364, FS_CLASS_PSEUDO },  /* nfsd */
+        { 0x0187, FS_CLASS_PSEUDO },      /* autofs */
+        { 0x6969, FS_CLASS_REMOTE },      /* nfs */
+        { 0x517b, FS_CLASS_REMOTE },      /* smb */
+        { 0xff534d42, FS_CLASS_REMOTE },  /* cifs */
+        { 0xfe534d42, FS_CLASS_REMOTE },  /* smb2 */
+        { 0x01021997, FS_CLASS_REMOTE },  /* 9p */
+        { 0x00c36400, FS_CLASS_REMOTE },  /* ceph */
+        { 0x6b414653, FS_CLASS_REMOTE },  /* afs */
+        { 0x5346414f, FS_CLASS_REMOTE },  /* afs */
+        { 0x73757245, FS_CLASS_REMOTE },  /* coda */
+        { 0x7461636f, FS_CLASS_REMOTE },  /* ocfs2 */
+        { 0x01161970, FS_CLASS_REMOTE },  /* gfs2 */
+        { 0x0bd00bd0, FS_CLASS_REMOTE },  /* lustre */
+        /* Stacked on other mounts, which may be FUSE, and which this namespace cannot see. */
+        { 0x794c7630, FS_CLASS_UNKNOWN }, /* overlay */
+        { 0xf15f, FS_CLASS_UNKNOWN },     /* ecryptfs */
+};
+
+static FsClass class_of_magic(uint64_t magic)
+{
+        for (size_t i = 0; i < ELEMENTSOF(magic_classes); i++)
+                if (magic_classes[i].magic == magic)
+                        return magic_classes[i].class;
+        return FS_CLASS_LOCAL;
+}
+
+/* Where FUSE connections are listed, looked for again with each read of the mount table. */
+static void fusectl_open(FsTable *t)
+{
+        struct statfs sfs;
+        int fd;
+
+        t->fusectl_fd = safe_close(t->fusectl_fd);
+        fd = open("/sys/fs/fuse/connections", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        if (fstatfs(fd, &sfs) >= 0 && (uint64_t)sfs.f_type == 0x65735543)
+                t->fusectl_fd = fd;
+        else
+                safe_close(fd);
+}
+
 int fs_table_new(FsTable **ret)
 {
         FsTable *t = calloc(1, sizeof(*t));
 
         if (!t)
                 return -ENOMEM;
+        t->fusectl_fd = -1;
         t->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         if (t->fd < 0) {
                 int r = -errno;
 
                 free(t);
                 return r;
+        }
+        /* Callers hash memfds: their file system is known without fusectl. */
+        int m = memfd_create("fhash-fsinfo", MFD_CLOEXEC);
+        if (m >= 0) {
+                FsStat st;
+
+                if (fsinfo_stat(m, &st) >= 0 && st.dev_major == 0)
+                        t->memfd_minor = st.dev_minor;
+                safe_close(m);
         }
         *ret = t;
         return 0;
@@ -185,6 +248,7 @@ FsTable *fs_table_free(FsTable *t)
         if (!t)
                 return NULL;
         t->fd = safe_close(t->fd);
+        t->fusectl_fd = safe_close(t->fusectl_fd);
         free(t->mounts);
         free(t->text);
         return mfree(t);
@@ -224,7 +288,7 @@ static int fs_table_read(FsTable *t)
                 nl = strchr(line, '\n');
                 if (nl)
                         *nl = '\0';
-                if (parse_mount(line, &m.id, &m.info) < 0)
+                if (parse_mount(line, &m.id, &m.major, &m.minor, &m.info) < 0)
                         return -EBADMSG;
                 if (t->n == t->n_alloc) {
                         size_t a = MAX((size_t)64, 2 * t->n_alloc);
@@ -237,6 +301,7 @@ static int fs_table_read(FsTable *t)
                 }
                 t->mounts[t->n++] = m;
         }
+        fusectl_open(t);
         t->valid = true;
         return 0;
 }
@@ -254,27 +319,66 @@ int fs_table_refresh(FsTable *t)
 
 int fs_table_lookup(FsTable *t, int fd, FsInfo *ret)
 {
-        uint64_t id = 0;
+        FsStat st;
         int r;
 
-        r = mount_id_of_fd(fd, &id);
+        r = fsinfo_stat(fd, &st);
         if (r < 0)
                 return r;
         r = fs_table_refresh(t);
         if (r < 0)
                 return r;
-        return fs_table_lookup_id(t, id, ret);
+        return fs_table_classify(t, fd, &st, ret);
 }
 
-int fs_table_lookup_id(FsTable *t, uint64_t id, FsInfo *ret)
+int fs_table_classify(FsTable *t, int fd, const FsStat *st, FsInfo *ret)
 {
+        const FsMount *by_dev = NULL;
+        struct statfs sfs;
+
         if (!t->valid)
                 return -ESTALE;
-        for (size_t i = 0; i < t->n; i++)
-                if (t->mounts[i].id == id) {
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->mounts[i].id == st->mount_id) {
                         *ret = t->mounts[i].info;
                         return 0;
                 }
+                if (!by_dev && t->mounts[i].major == st->dev_major && t->mounts[i].minor == st->dev_minor)
+                        by_dev = &t->mounts[i];
+        }
+        /* Another namespace's mount of a file system this one has too: the same superblock. */
+        if (by_dev) {
+                *ret = by_dev->info;
+                return 0;
+        }
         *ret = (FsInfo){ .class = FS_CLASS_UNKNOWN };
+        if (st->dev_major == 0 && t->memfd_minor != 0 && st->dev_minor == t->memfd_minor) {
+                *ret = (FsInfo){ .class = FS_CLASS_LOCAL, .type = "memfd" };
+                return 0;
+        }
+        /* FUSE has anonymous devices only (fuseblk, on a block device, can only be mounted by root).
+         * A FUSE connection is named in fusectl by its device; without fusectl, only a kernel without
+         * FUSE says it cannot be FUSE. */
+        if (st->dev_major == 0) {
+                char name[16];
+
+                if (t->fusectl_fd < 0) {
+                        if (access("/sys/fs/fuse", F_OK) < 0 && errno == ENOENT)
+                                goto not_fuse;
+                        return 0; /* it may be FUSE: fstatfs() could wait on its server */
+                }
+                (void)snprintf(name, sizeof(name), "%u", st->dev_minor);
+                if (faccessat(t->fusectl_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) >= 0) {
+                        ret->class = FS_CLASS_FUSE;
+                        strcpy(ret->type, "fuse");
+                        return 0;
+                }
+        }
+not_fuse:
+        /* Not FUSE: its statfs does not wait on a server of a user's. */
+        if (fstatfs(fd, &sfs) < 0)
+                return 0;
+        ret->class = class_of_magic((uint64_t)sfs.f_type);
+        (void)snprintf(ret->type, sizeof(ret->type), "0x%" PRIx64, (uint64_t)sfs.f_type);
         return 0;
 }

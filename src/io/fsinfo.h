@@ -10,37 +10,56 @@ typedef enum FsClass {
         FS_CLASS_PSEUDO,   /* procfs, sysfs, debugfs, ...: made at read time, checked against the reader */
         FS_CLASS_FUSE,     /* a user-space server answers every request, or never does */
         FS_CLASS_REMOTE,   /* nfs, cifs, 9p, ...: requests may wait on the network */
-        FS_CLASS_UNKNOWN,  /* a mount this process cannot see (another mount namespace) */
+        FS_CLASS_UNKNOWN,  /* not known without asking the file system itself, or stacked (overlayfs,
+                            * ecryptfs) on a mount this process cannot see */
         _FS_CLASS_MAX,
 } FsClass;
 
 typedef struct FsInfo {
         FsClass class;
         bool root_mounted;  /* FUSE: mounted by uid 0 of the initial user namespace ("user_id=0") */
-        char type[32];      /* as /proc/self/mountinfo names it; "" for FS_CLASS_UNKNOWN */
+        char type[32];      /* as /proc/self/mountinfo names it, or statfs's f_type ("0x...") where
+                             * no mount of this namespace has the file's device; "" if unknown */
 } FsInfo;
 
-/* The file system of fd. Asks statx(AT_STATX_DONT_SYNC) for the mount id and looks it up in
- * /proc/self/mountinfo: neither calls into the file system (fstat and fstatfs would, and a FUSE
- * server that never answers holds them for ever). Returns 0 or -errno. */
+/* What one statx(AT_STATX_DONT_SYNC) says of an fd without asking its file system. */
+typedef struct FsStat {
+        uint32_t mode;      /* st_mode's bits: type and permissions */
+        uint64_t mount_id;  /* the mount the fd was opened through, in the opener's namespace */
+        uint32_t dev_major, dev_minor; /* st_dev: the file system's device */
+} FsStat;
+
+/* One statx(AT_STATX_DONT_SYNC): fills in a FUSE file system's cached attributes without asking its
+ * server; fails (-EACCES) on a FUSE mount that does not allow this process (one mounted in another
+ * user's namespace) rather than waiting on it. Returns 0 or -errno. */
+int fsinfo_stat(int fd, FsStat *ret);
+
+/* The file system of fd, through a table read for this call (fs_table_lookup() for many). */
 int fsinfo_of_fd(int fd, FsInfo *ret);
-/* One statx(AT_STATX_DONT_SYNC) of fd: its type and mode (st_mode's bits) and its mount id. */
-int fsinfo_stat(int fd, uint32_t *ret_mode, uint64_t *ret_mount_id);
 
 /* The mount table, read once and again only after the kernel says it changed (a poll of
- * /proc/self/mountinfo): fsinfo_of_fd() reads it whole for each fd, which cost fhashd most of its
- * time for 20,000 small files. Mount ids are never reused while a mount lives, and a change
- * (an unmount too) is seen before the next lookup. Not thread-safe. */
+ * /proc/self/mountinfo): reading it whole for each fd cost fhashd most of its time for 20,000 small
+ * files. Mount ids are never reused while a mount lives, and a change (an unmount too) is seen
+ * before the next lookup. Not thread-safe.
+ *
+ * A file is looked up by its mount id, then by its device: the fd of a caller in another mount
+ * namespace (any caller of fhashd under its unit, which has a namespace of its own) names a mount
+ * of that namespace, whose id this one does not list, but the same file system, whose device it
+ * does. Where neither is listed (a btrfs subvolume's own device, a mount made in a user
+ * namespace), fstatfs() says what the file system is, unless it may be FUSE: fstatfs asks a FUSE
+ * server that allows this process, and one may never answer. A FUSE file system is known by its
+ * connection in fusectl (/sys/fs/fuse/connections/DEV); without fusectl, on a machine that has FUSE,
+ * the file system stays FS_CLASS_UNKNOWN. */
 typedef struct FsTable FsTable;
 int fs_table_new(FsTable **ret);
 FsTable *fs_table_free(FsTable *t);
-/* fsinfo_of_fd() through the table (refreshed first). */
+/* The file system of fd: fsinfo_stat(), the table refreshed, fs_table_classify(). */
 int fs_table_lookup(FsTable *t, int fd, FsInfo *ret);
-/* Reads the table again if the kernel said it changed since. For a batch of lookups by id. */
+/* Reads the table again if the kernel said it changed since. For a batch of lookups. */
 int fs_table_refresh(FsTable *t);
-/* The file system of the mount with that id (statx's stx_mnt_id), as of the last refresh; -ESTALE
- * if the table could not be read. */
-int fs_table_lookup_id(FsTable *t, uint64_t id, FsInfo *ret);
+/* The file system of fd, whose fsinfo_stat() is st, as of the last refresh; -ESTALE if the table
+ * could not be read. */
+int fs_table_classify(FsTable *t, int fd, const FsStat *st, FsInfo *ret);
 
 /* The class of a file system type name as mountinfo gives it ("proc", "fuse.sshfs", ...). */
 FsClass fsinfo_class_of_type(const char *type);
