@@ -98,7 +98,11 @@ overlay_dir "$sysd_dir" system.d "$policy_file"
 # The activation file as installed, with only Exec= pointing at the daemon under test.
 grep -q '^Exec=' "$service_file" || fail "no Exec= in $service_file"
 mkdir -p "$tmp/activation"
-sed "s|^Exec=[^ ]*|Exec=$fhashd_real|" "$service_file" >"$tmp/activation/org.fhash.Hasher1.service"
+# fhashd in a mount namespace of its own, a slave of the test's, as its unit gives it one
+# (PrivateMounts=, ProtectSystem=...): the mounts of the fds callers pass are then another
+# namespace's, and their file systems must still be known (unshare execs fhashd: same pid).
+sed "s|^Exec=[^ ]*|Exec=$(command -v unshare) --mount --propagation slave $fhashd_real|" "$service_file" \
+        >"$tmp/activation/org.fhash.Hasher1.service"
 echo "activation file under test:"; sed 's/^/    /' "$tmp/activation/org.fhash.Hasher1.service"
 overlay_dir "$services_dir" system-services "$tmp/activation/org.fhash.Hasher1.service"
 for d in /usr/local/share/dbus-1/system-services /lib/dbus-1/system-services /run/dbus-1/system-services; do
