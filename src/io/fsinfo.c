@@ -83,8 +83,8 @@ int fsinfo_stat(int fd, FsStat *ret)
 static int parse_mount(const char *line, uint64_t *ret_id, uint32_t *ret_major, uint32_t *ret_minor, FsInfo *ret)
 {
         const char *sep, *type, *end, *source, *super;
-        unsigned maj, min;
-        char *idend;
+        unsigned long maj, min;
+        char *idend, *p;
         uint64_t v;
 
         errno = 0;
@@ -92,7 +92,15 @@ static int parse_mount(const char *line, uint64_t *ret_id, uint32_t *ret_major, 
         if (errno != 0 || idend == line || *idend != ' ')
                 return -EBADMSG;
         /* The parent's id, then the device. */
-        if (sscanf(idend, " %*u %u:%u ", &maj, &min) != 2)
+        errno = 0;
+        (void)strtoul(idend, &p, 10);
+        if (errno != 0 || p == idend || *p != ' ')
+                return -EBADMSG;
+        maj = strtoul(p + 1, &p, 10);
+        if (errno != 0 || *p != ':')
+                return -EBADMSG;
+        min = strtoul(p + 1, &p, 10);
+        if (errno != 0 || *p != ' ' || maj > UINT32_MAX || min > UINT32_MAX)
                 return -EBADMSG;
         sep = strstr(line, " - ");
         if (!sep)
@@ -115,8 +123,8 @@ static int parse_mount(const char *line, uint64_t *ret_id, uint32_t *ret_major, 
                                     (u[9] == ',' || u[9] == '\n' || u[9] == '\0');
         }
         *ret_id = v;
-        *ret_major = maj;
-        *ret_minor = min;
+        *ret_major = (uint32_t)maj;
+        *ret_minor = (uint32_t)min;
         return 0;
 }
 
@@ -126,8 +134,8 @@ int fsinfo_of_fd(int fd, FsInfo *ret)
         int r;
 
         r = fs_table_new(&t);
-        if (r < 0)
-                return r;
+        if (r < 0 || !t)
+                return r < 0 ? r : -ENOMEM;
         r = fs_table_lookup(t, fd, ret);
         fs_table_free(t);
         return r;
@@ -206,19 +214,18 @@ static void fusectl_open(FsTable *t)
         struct statfs sfs;
         int fd;
 
-        t->fusectl_fd = safe_close(t->fusectl_fd);
+        /* The new one before the old one goes: a caller that counts our fds sees the same number. */
         fd = open("/sys/fs/fuse/connections", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        if (fstatfs(fd, &sfs) >= 0 && (uint64_t)sfs.f_type == 0x65735543)
-                t->fusectl_fd = fd;
-        else
-                safe_close(fd);
+        if (fd >= 0 && (fstatfs(fd, &sfs) < 0 || (uint64_t)sfs.f_type != 0x65735543))
+                fd = safe_close(fd);
+        safe_close(t->fusectl_fd);
+        t->fusectl_fd = fd;
 }
 
 int fs_table_new(FsTable **ret)
 {
         FsTable *t = calloc(1, sizeof(*t));
+        int m;
 
         if (!t)
                 return -ENOMEM;
@@ -230,10 +237,11 @@ int fs_table_new(FsTable **ret)
                 free(t);
                 return r;
         }
+        fusectl_open(t);
         /* Callers hash memfds: their file system is known without fusectl. */
-        int m = memfd_create("fhash-fsinfo", MFD_CLOEXEC);
+        m = memfd_create("fhash-fsinfo", MFD_CLOEXEC);
         if (m >= 0) {
-                FsStat st;
+                FsStat st = {};
 
                 if (fsinfo_stat(m, &st) >= 0 && st.dev_major == 0)
                         t->memfd_minor = st.dev_minor;
@@ -319,7 +327,7 @@ int fs_table_refresh(FsTable *t)
 
 int fs_table_lookup(FsTable *t, int fd, FsInfo *ret)
 {
-        FsStat st;
+        FsStat st = {};
         int r;
 
         r = fsinfo_stat(fd, &st);
