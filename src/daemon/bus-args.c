@@ -13,6 +13,7 @@
 #include "basic/macro.h"
 #include "basic/strv.h"
 #include "daemon/bus-args.h"
+#include "daemon/fd-screen.h"
 #include "fhash/fhash-dbus.h"
 #include "io/fsinfo.h"
 
@@ -306,7 +307,7 @@ static void check_file_system(Context *c, HashInput *in, int fd, const FsStat *s
 static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_streams, bool privileged,
                         sd_bus_error *error)
 {
-        FsStat st;
+        FsStat st = {};
         uint32_t mode;
         int flags, r;
 
@@ -316,6 +317,16 @@ static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_
         if (flags & O_PATH)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "fds[%zu]: an O_PATH fd cannot be read", i);
+        if ((flags & O_ACCMODE) == O_WRONLY) {
+                /* The stand-in for an fd the screen took from the message as it came in. */
+                const char *why = fd_screen_refusal(fd);
+
+                if (why) {
+                        in->error_name = FHASH_ERROR_ACCESS_DENIED;
+                        in->error_message = why;
+                        return 0;
+                }
+        }
         if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
         /* The cached type: fstat() would ask a FUSE server, which may never answer. */

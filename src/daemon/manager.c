@@ -255,6 +255,14 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
                 }
         }
 
+        /* First, while fhashd is small: the screen forks its closer (io/closer.h). */
+        r = fd_screen_new(&m->fd_screen);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the fd screen's closer: %m");
+                goto fail;
+        }
+        fd_screen_install(m->fd_screen);
+
         r = sd_event_default(&m->context.event);
         if (r < 0)
                 goto fail;
@@ -310,6 +318,8 @@ Manager *manager_free(Manager *m)
         }
         sd_event_unref(c->event);
         registry_done(&c->registry);
+        /* Last: the fds taken from messages are closed by the closer, never here. */
+        fd_screen_free(m->fd_screen);
         free(m->address);
         free(m);
         return NULL;

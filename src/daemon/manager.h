@@ -9,6 +9,7 @@
 #include "basic/macro.h"
 #include "daemon/config.h"
 #include "daemon/context.h"
+#include "daemon/fd-screen.h"
 #include "protocol/bus.h"
 
 /*
@@ -27,6 +28,7 @@ typedef struct Manager {
         BusKind bus_kind;
         char *address;            /* for BUS_KIND_ADDRESS */
         uint64_t idle_exit_usec;  /* 0 = never */
+        FdScreen *fd_screen;      /* takes fds that could hold a close for ever from every message */
 
         sd_event_source *engine_source;
         sd_event_source *progress_timer;

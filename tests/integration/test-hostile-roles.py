@@ -792,6 +792,11 @@ def role_userns_fuse(args):
     emit("CALL", via)
     j, e, dt = try_call(fn)
     emit("DONE", {"call": via, "job": j, "error": e, "seconds": round(dt, 3)})
+    conn = c if via == "bus-extra" else d
+    results = None
+    if j and conn.wait([j], 10):
+        results = [list(r) for r in conn.get_results(j)]
+    emit("JOB", {"results": results})
     os.close(fd)
     emit("READY")
     iterate_until(lambda: False, hold)

@@ -876,6 +876,16 @@ def sub_H6(env, s):
             s.expect(not done.get("error") or error_name(done["error"]) in DOCUMENTED_ERRORS,
                      f"the call got {done.get('error')}")
             s.expect(done.get("seconds", 99) <= CALL_S * env.slow, f"the call took {done.get('seconds')} s")
+            # The FUSE fd never reached the call: a stand-in that says why (direct), or nothing at
+            # all beside the ordinary fd it was attached to (bus-extra).
+            res = (a.expect("JOB", 20) or {}).get("results")
+            s.fig("results", res)
+            if via == "bus-extra":
+                s.expect(res is not None and len(res) == 1 and res[0][4] == "" and len(res[0][3]) == 64,
+                         f"the ordinary fd beside the FUSE one was not hashed: {res}")
+            else:
+                s.expect(res is not None and len(res) == 1 and res[0][4].startswith("org.fhash.Hasher1.Error.AccessDenied:")
+                         and "FUSE" in res[0][4], f"the FUSE fd was not refused as such: {res}")
             if via == "sigterm":
                 time.sleep(1)
                 secs = d.stop(SIGTERM_S)
