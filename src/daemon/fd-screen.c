@@ -34,6 +34,15 @@ struct FdScreen {
         struct stat stand_in_st[_FD_REFUSAL_MAX];
         uint64_t test_dev, test_ino;
         uint64_t taken;
+        bool table_ok;        /* the last refresh read the mount table */
+        /* The last verdict on a regular file or directory, by where it is: the fds of one message
+         * are mostly on one file system. Forgotten when the mount table is read again. */
+        bool last_valid;
+        uint64_t last_mount_id;
+        uint32_t last_major, last_minor;
+        int last_why;
+        uint64_t *trusted;    /* SO_COOKIEs of peer gates' inner sockets (fd_screen_trust_socket()) */
+        size_t n_trusted, n_trusted_alloc;
 };
 
 static FdScreen *installed;
@@ -77,6 +86,7 @@ FdScreen *fd_screen_free(FdScreen *s)
                 installed = NULL;
         closer_free(s->closer);
         fs_table_free(s->table);
+        free(s->trusted);
         for (size_t i = 0; i < _FD_REFUSAL_MAX; i++)
                 safe_close(s->stand_in[i]);
         pthread_mutex_destroy(&s->lock);
@@ -92,6 +102,7 @@ void fd_screen_refuse_for_test(FdScreen *s, uint64_t dev, uint64_t ino)
 {
         s->test_dev = dev;
         s->test_ino = ino;
+        s->last_valid = false;
 }
 
 uint64_t fd_screen_taken(const FdScreen *s)
@@ -105,7 +116,8 @@ int fd_screen_closer_pid(const FdScreen *s)
 }
 
 /* Whether fd must be taken out, and why: -1 if it may stay. Nothing here asks a file system:
- * statx answers from the cache (AT_STATX_DONT_SYNC), the rest from mountinfo and fusectl. */
+ * statx answers from the cache (AT_STATX_DONT_SYNC), the rest from mountinfo and fusectl. The
+ * table was refreshed for the message (fd_screen_received()). */
 static int judge(FdScreen *s, int fd)
 {
         FsStat st = {};
@@ -124,15 +136,23 @@ static int judge(FdScreen *s, int fd)
                 if (fstat(fd, &sb) >= 0 && sb.st_dev == s->test_dev && sb.st_ino == s->test_ino)
                         return FD_REFUSAL_UNKNOWN;
         }
-        if (fs_table_refresh(s->table) < 0 || fs_table_classify(s->table, fd, &st, &fs) < 0)
+        if (!s->table_ok)
+                return FD_REFUSAL_UNKNOWN;
+        if (s->last_valid && st.mount_id == s->last_mount_id && st.dev_major == s->last_major &&
+            st.dev_minor == s->last_minor)
+                return s->last_why;
+        if (fs_table_classify(s->table, fd, &st, &fs) < 0)
                 return FD_REFUSAL_UNKNOWN;
         /* Root's own FUSE mounts are trusted to answer, as root's NFS mounts are: root callers hash
          * their files through fds, and other callers' fds of them are refused (bus-args.c). */
-        if (fs.class == FS_CLASS_FUSE && !fs.root_mounted)
-                return FD_REFUSAL_FUSE;
-        if (fs.class == FS_CLASS_UNKNOWN)
-                return FD_REFUSAL_UNKNOWN;
-        return -1;
+        s->last_why = fs.class == FS_CLASS_FUSE && !fs.root_mounted ? FD_REFUSAL_FUSE
+                      : fs.class == FS_CLASS_UNKNOWN                ? FD_REFUSAL_UNKNOWN
+                                                                    : -1;
+        s->last_mount_id = st.mount_id;
+        s->last_major = st.dev_major;
+        s->last_minor = st.dev_minor;
+        s->last_valid = true;
+        return s->last_why;
 }
 
 /* The fd in a message's place, or fd itself if it may stay. */
@@ -152,9 +172,79 @@ static int screen_fd(FdScreen *s, int fd, int flags)
         return stand_in < 0 ? -1 : stand_in;
 }
 
-void fd_screen_received(struct msghdr *mh, int flags)
+#ifndef SO_COOKIE
+#define SO_COOKIE 57
+#endif
+
+static uint64_t socket_cookie(int sock)
+{
+        uint64_t cookie = 0;
+        socklen_t len = sizeof(cookie);
+
+        if (getsockopt(sock, SOL_SOCKET, SO_COOKIE, &cookie, &len) < 0 || len != sizeof(cookie))
+                return 0;
+        return cookie;
+}
+
+uint64_t fd_screen_trust_socket(int sock)
 {
         FdScreen *s = __atomic_load_n(&installed, __ATOMIC_ACQUIRE);
+        uint64_t cookie;
+
+        if (!s)
+                return 0;
+        cookie = socket_cookie(sock);
+        if (cookie == 0)
+                return 0;
+        pthread_mutex_lock(&s->lock);
+        if (s->n_trusted == s->n_trusted_alloc) {
+                size_t a = MAX((size_t)16, 2 * s->n_trusted_alloc);
+                uint64_t *t = reallocarray(s->trusted, a, sizeof(uint64_t));
+
+                if (!t) {
+                        pthread_mutex_unlock(&s->lock);
+                        return 0;
+                }
+                s->trusted = t;
+                s->n_trusted_alloc = a;
+        }
+        s->trusted[s->n_trusted++] = cookie;
+        pthread_mutex_unlock(&s->lock);
+        return cookie;
+}
+
+void fd_screen_forget_socket(uint64_t token)
+{
+        FdScreen *s = __atomic_load_n(&installed, __ATOMIC_ACQUIRE);
+
+        if (!s || token == 0)
+                return;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_trusted; i++)
+                if (s->trusted[i] == token) {
+                        s->trusted[i] = s->trusted[--s->n_trusted];
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+}
+
+static bool socket_trusted(FdScreen *s, int sock)
+{
+        uint64_t cookie;
+
+        if (s->n_trusted == 0)
+                return false;
+        cookie = socket_cookie(sock);
+        for (size_t i = 0; cookie != 0 && i < s->n_trusted; i++)
+                if (s->trusted[i] == cookie)
+                        return true;
+        return false;
+}
+
+void fd_screen_received(int sock, struct msghdr *mh, int flags)
+{
+        FdScreen *s = __atomic_load_n(&installed, __ATOMIC_ACQUIRE);
+        bool refreshed = false;
 
         if (!s || !mh->msg_control || mh->msg_controllen < sizeof(struct cmsghdr))
                 return;
@@ -163,6 +253,20 @@ void fd_screen_received(struct msghdr *mh, int flags)
                 if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
                         uint8_t *p = CMSG_DATA(c);
                         size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                        /* Once per message; a table that cannot be read leaves every file's file
+                         * system unknown. */
+                        if (!refreshed) {
+                                int r;
+
+                                if (socket_trusted(s, sock))
+                                        break;
+                                r = fs_table_refresh(s->table);
+                                refreshed = true;
+                                s->table_ok = r >= 0;
+                                if (r != 0)
+                                        s->last_valid = false;
+                        }
 
                         for (size_t i = 0; i < n; i++) {
                                 int fd;

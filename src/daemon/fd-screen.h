@@ -44,9 +44,17 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(FdScreen *, fd_screen_free);
 /* Makes s the screen of every recvmsg() of this process (NULL: none). */
 void fd_screen_install(FdScreen *s);
 
-/* Screens the fds in mh's SCM_RIGHTS, as recvmsg() with flags (MSG_CMSG_CLOEXEC) just received them,
- * through the installed screen, if any. Never blocks. */
-void fd_screen_received(struct msghdr *mh, int flags);
+/* Screens the fds in mh's SCM_RIGHTS, as recvmsg() on sock with flags (MSG_CMSG_CLOEXEC) just
+ * received them, through the installed screen, if any. Never blocks. */
+void fd_screen_received(int sock, struct msghdr *mh, int flags);
+
+/* sock is read by sd-bus and written only by a peer gate, whose own reads were screened: the fds
+ * it carries need no second look (each costs a statx, and a direct connection's 4 KiB files lost a
+ * third of their rate to the second one). Known by its SO_COOKIE, which is never reused, so a
+ * socket of the same number later is screened. Returns a token for fd_screen_forget_socket(); 0 if
+ * there is no screen or no cookie (the socket is then screened as any other). */
+uint64_t fd_screen_trust_socket(int sock);
+void fd_screen_forget_socket(uint64_t token);
 
 /* The reason, if fd is a stand-in of the installed screen; NULL otherwise. */
 const char *fd_screen_refusal(int fd);

@@ -11,6 +11,7 @@
 
 #include "basic/log.h"
 #include "basic/time-util.h"
+#include "daemon/fd-screen.h"
 #include "daemon/owner.h"
 #include "daemon/peer.h"
 
@@ -28,6 +29,7 @@ Peer *peer_free(Peer *p)
         else
                 sd_bus_close_unref(p->bus);
         peer_gate_free(p->gate);
+        fd_screen_forget_socket(p->screened);
         free(p->name);
         return mfree(p);
 }
@@ -164,6 +166,8 @@ static int peer_start(Peer *p, int fd)
         /* Room for a large message on its way to sd-bus (root may exceed rmem_max/wmem_max). */
         if (setsockopt(inner[1], SOL_SOCKET, SO_SNDBUFFORCE, &(int){ 8 << 20 }, sizeof(int)) < 0)
                 (void)setsockopt(inner[1], SOL_SOCKET, SO_SNDBUF, &(int){ 8 << 20 }, sizeof(int));
+        /* What sd-bus reads there, the gate read from the client first: screened once. */
+        p->screened = fd_screen_trust_socket(inner[0]);
         r = peer_gate_new(c->event, fd, inner[1], on_gate_violation, gate_bus_ready, p, &p->gate);
         if (r < 0) {
                 (void)close(inner[0]);

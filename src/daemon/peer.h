@@ -36,6 +36,7 @@ struct Peer {
         bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
         sd_event_source *handshake_kick; /* until the handshake is done: see on_handshake_kick() */
         PeerGate *gate;     /* reads the client's socket and passes whole messages to sd-bus */
+        uint64_t screened;  /* the screen's token for the socket sd-bus reads (fd-screen.h) */
 };
 
 /* Makes a connection for a caller (unique name opener, euid uid), started and attached to the loop

@@ -23,6 +23,6 @@ _public_ ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
         ssize_t n = (ssize_t)syscall(SYS_recvmsg, fd, mh, flags);
 
         if (n >= 0)
-                fd_screen_received(mh, flags);
+                fd_screen_received(fd, mh, flags);
         return n;
 }

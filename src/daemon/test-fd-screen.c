@@ -186,6 +186,21 @@ static void test_recvmsg(void **state)
         for (size_t i = 0; i < 3; i++)
                 close(got[i]);
 
+        /* A socket a peer gate writes to, whose fds were screened as the gate read them: not again.
+         * Forgotten, it is screened again. */
+        uint64_t token = fd_screen_trust_socket(sp[1]);
+        assert_true(token != 0);
+        assert_int_equal(send_fds(sp[0], (int[]){ bad }, 1), 1);
+        assert_int_equal(recv_fds(sp[1], got, 4), 1);
+        assert_null(fd_screen_refusal(got[0]));
+        close(got[0]);
+        fd_screen_forget_socket(token);
+        assert_int_equal(send_fds(sp[0], (int[]){ bad }, 1), 1);
+        assert_int_equal(recv_fds(sp[1], got, 4), 1);
+        assert_non_null(fd_screen_refusal(got[0]));
+        close(got[0]);
+        assert_int_equal(fd_screen_taken(s), 2);
+
         fd_screen_install(NULL);
         fd_screen_free(s);
         close(sp[0]);

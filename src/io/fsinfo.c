@@ -317,12 +317,16 @@ static int fs_table_read(FsTable *t)
 int fs_table_refresh(FsTable *t)
 {
         struct pollfd p = { .fd = t->fd, .events = POLLPRI };
+        int r;
 
         /* The poll reports each change once; read after it, so that a change during the read is
          * seen by the next refresh. */
         if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
                 t->valid = false;
-        return t->valid ? 0 : fs_table_read(t);
+        if (t->valid)
+                return 0;
+        r = fs_table_read(t);
+        return r < 0 ? r : 1;
 }
 
 int fs_table_lookup(FsTable *t, int fd, FsInfo *ret)

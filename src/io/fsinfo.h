@@ -55,7 +55,8 @@ int fs_table_new(FsTable **ret);
 FsTable *fs_table_free(FsTable *t);
 /* The file system of fd: fsinfo_stat(), the table refreshed, fs_table_classify(). */
 int fs_table_lookup(FsTable *t, int fd, FsInfo *ret);
-/* Reads the table again if the kernel said it changed since. For a batch of lookups. */
+/* Reads the table again if the kernel said it changed since (then returns 1). For a batch of
+ * lookups. */
 int fs_table_refresh(FsTable *t);
 /* The file system of fd, whose fsinfo_stat() is st, as of the last refresh; -ESTALE if the table
  * could not be read. */
