@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -50,9 +51,17 @@ static _noreturn_ void closer_main(int pipe_r, pid_t parent)
         if (syscall(SYS_getppid) != parent)
                 syscall(SYS_exit, 0);
         for (;;) {
+                struct pollfd pfd = { .fd = pipe_r, .events = POLLIN };
                 int fds[256];
-                long n = syscall(SYS_read, pipe_r, fds, sizeof(fds));
+                long n;
 
+                /* Children that are done are reaped within a second, not left as zombies until the
+                 * next fd comes. */
+                while (children > 0 && syscall(SYS_wait4, -1, NULL, WNOHANG, NULL) > 0)
+                        children--;
+                if (children > 0 && syscall(SYS_poll, &pfd, 1, 1000) == 0)
+                        continue;
+                n = syscall(SYS_read, pipe_r, fds, sizeof(fds));
                 if (n == 0)
                         break; /* closer_free(): all that was given is in children's hands */
                 if (n < 0)
