@@ -62,10 +62,10 @@ static _noreturn_ void closer_main(int pipe_r, pid_t parent)
                 if (children > 0 && syscall(SYS_poll, &pfd, 1, 1000) == 0)
                         continue;
                 n = syscall(SYS_read, pipe_r, fds, sizeof(fds));
-                if (n == 0)
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
                         break; /* closer_free(): all that was given is in children's hands */
-                if (n < 0)
-                        continue; /* EINTR */
                 for (long i = 0; i < n / (long)sizeof(int); i++) {
                         pid_t p;
 
@@ -82,6 +82,8 @@ static _noreturn_ void closer_main(int pipe_r, pid_t parent)
                                 (void)syscall(SYS_close, fds[i]); /* no child: this one waits instead */
                 }
         }
+        /* The read end is ours to close: in the table we share, closing it closes it for both. */
+        (void)syscall(SYS_close, pipe_r);
         syscall(SYS_exit, 0);
         __builtin_unreachable();
 }
@@ -138,9 +140,10 @@ Closer *closer_free(Closer *c)
         /* Whatever the pipe holds is closed by the closer, which then sees the end and exits. The fds
          * never handed over stay open: closing them here is what the closer is for. */
         c->pipe_w = safe_close(c->pipe_w);
-        c->pipe_r = safe_close(c->pipe_r);
-        if (c->pid > 0)
-                (void)waitpid(c->pid, NULL, WNOHANG);
+        /* The read end is the closer's now (one table: closing it here would close it under the
+         * closer's read); without a closer, it is ours. */
+        if (c->pid <= 0 || waitpid(c->pid, NULL, WNOHANG) == c->pid)
+                c->pipe_r = safe_close(c->pipe_r);
         free(c->queued);
         return mfree(c);
 }
