@@ -850,6 +850,22 @@ def sub_H5(env, s):
         s.check_end(d, w, base)
 
 
+def waiting_closer_children(daemon_pid):
+    """Pids of the live processes whose parent is a child of daemon_pid: fhashd's closer's children,
+    each in its one close (io/closer.h). FUSE waits for FLUSH's answer interruptibly at first
+    (state S, wchan request_wait_answer), uninterruptibly once signalled (D)."""
+    procs = {}
+    for d in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(d) as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+            procs[int(d.split("/")[2])] = (rest[0], int(rest[1]))  # state, ppid
+        except (OSError, IndexError, ValueError):
+            continue
+    closers = {pid for pid, (_, ppid) in procs.items() if ppid == daemon_pid}
+    return sorted(pid for pid, (state, ppid) in procs.items() if ppid in closers and state not in ("Z", "X"))
+
+
 def sub_H6(env, s):
     """FUSE in nobody's own user namespace, FLUSH never answered: the loop must not block."""
     if env.userns_skip or env.fuse_skip:
@@ -876,6 +892,15 @@ def sub_H6(env, s):
             s.expect(not done.get("error") or error_name(done["error"]) in DOCUMENTED_ERRORS,
                      f"the call got {done.get('error')}")
             s.expect(done.get("seconds", 99) <= CALL_S * env.slow, f"the call took {done.get('seconds')} s")
+            # The FLUSH was sent, and it is a closer's child that waits for it, not fhashd.
+            waiting = []
+            for _ in range(50):
+                waiting = waiting_closer_children(d.pid)
+                if waiting:
+                    break
+                time.sleep(0.1)
+            s.fig("closer children waiting", len(waiting))
+            s.expect(waiting, "no closer child waits on the FLUSH: was the fd closed at all?")
             # The FUSE fd never reached the call: a stand-in that says why (direct), or nothing at
             # all beside the ordinary fd it was attached to (bus-extra).
             res = (a.expect("JOB", 20) or {}).get("results")
@@ -893,6 +918,8 @@ def sub_H6(env, s):
                 s.expect(secs is not None, f"fhashd did not exit within {SIGTERM_S} s of SIGTERM while a "
                                            f"FLUSH was pending: {last_line(d.log())}")
                 s.expect(d.proc.returncode == 0 or secs is None, f"exit status {d.proc.returncode} after SIGTERM")
+                still = [p for p in waiting if os.path.exists(f"/proc/{p}")]
+                s.fig("closer children still waiting after fhashd exited", len(still))
                 env.stop_procs()
                 d.kill()
                 continue
