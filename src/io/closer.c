@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/closer.h"
@@ -59,7 +60,8 @@ static _noreturn_ void closer_main(int pipe_r, pid_t parent)
                  * next fd comes. */
                 while (children > 0 && syscall(SYS_wait4, -1, NULL, WNOHANG, NULL) > 0)
                         children--;
-                if (children > 0 && syscall(SYS_poll, &pfd, 1, 1000) == 0)
+                /* ppoll, not poll: the only one every architecture has. */
+                if (children > 0 && syscall(SYS_ppoll, &pfd, 1, &(struct timespec){ .tv_sec = 1 }, NULL, 0) == 0)
                         continue;
                 n = syscall(SYS_read, pipe_r, fds, sizeof(fds));
                 if (n < 0 && errno == EINTR)
