@@ -17,37 +17,82 @@
 #include "basic/macro.h"
 #include "io/fsinfo.h"
 
-/* File systems whose files are made when read, with permission checks against the reader's
- * credentials at that moment (fhashd's, not its caller's). */
-static const char *const pseudo_types[] = {
-        "proc",      "sysfs",      "debugfs", "tracefs", "securityfs", "configfs", "bpf",
-        "cgroup",    "cgroup2",    "pstore",  "efivarfs", "fusectl",   "binfmt_misc",
-        "selinuxfs", "smackfs",    "nsfs",    "rpc_pipefs", "nfsd",    "autofs",
-};
+#define FUSE_SUPER_MAGIC 0x65735546u
+#define FUSECTL_SUPER_MAGIC 0x65735543u
 
-/* File systems whose requests may wait on a network peer. */
-static const char *const remote_types[] = {
-        "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "afs", "ncpfs", "coda", "gfs2", "ocfs2", "lustre",
+/* File systems not local to this machine's disks and memory, by the name mountinfo gives and the
+ * f_type statfs gives (where a mount of this namespace does not say). */
+static const struct {
+        const char *name;
+        uint32_t magic;
+        FsClass class;
+        bool stacked; /* on other mounts, which may be FUSE: unknown where the mount is not ours */
+} known_types[] = {
+        /* Files made when read, with permission checks against the reader's credentials at that
+         * moment (fhashd's, not its caller's). */
+        { "proc", 0x9fa0, FS_CLASS_PSEUDO },
+        { "sysfs", 0x62656572, FS_CLASS_PSEUDO },
+        { "debugfs", 0x64626720, FS_CLASS_PSEUDO },
+        { "tracefs", 0x74726163, FS_CLASS_PSEUDO },
+        { "securityfs", 0x73636673, FS_CLASS_PSEUDO },
+        { "configfs", 0x62656570, FS_CLASS_PSEUDO },
+        { "bpf", 0xcafe4a11, FS_CLASS_PSEUDO },
+        { "cgroup", 0x27e0eb, FS_CLASS_PSEUDO },
+        { "cgroup2", 0x63677270, FS_CLASS_PSEUDO },
+        { "pstore", 0x6165676c, FS_CLASS_PSEUDO },
+        { "efivarfs", 0xde5e81e4, FS_CLASS_PSEUDO },
+        { "fusectl", FUSECTL_SUPER_MAGIC, FS_CLASS_PSEUDO },
+        { "binfmt_misc", 0x42494e4d, FS_CLASS_PSEUDO },
+        { "selinuxfs", 0xf97cff8c, FS_CLASS_PSEUDO },
+        { "smackfs", 0x43415d53, FS_CLASS_PSEUDO },
+        { "nsfs", 0x6e736673, FS_CLASS_PSEUDO },
+        { "rpc_pipefs", 0x67596969, FS_CLASS_PSEUDO },
+        { "nfsd", 0x6e667364, FS_CLASS_PSEUDO },
+        { "autofs", 0x0187, FS_CLASS_PSEUDO },
+        /* Requests that may wait on a network peer. */
+        { "nfs", 0x6969, FS_CLASS_REMOTE },
+        { "nfs4", 0x6969, FS_CLASS_REMOTE },
+        { "cifs", 0xff534d42, FS_CLASS_REMOTE },
+        { "smb3", 0xfe534d42, FS_CLASS_REMOTE },
+        { "smbfs", 0x517b, FS_CLASS_REMOTE },
+        { "9p", 0x01021997, FS_CLASS_REMOTE },
+        { "ceph", 0x00c36400, FS_CLASS_REMOTE },
+        { "afs", 0x6b414653, FS_CLASS_REMOTE },
+        { "afs", 0x5346414f, FS_CLASS_REMOTE },
+        { "ncpfs", 0x564c, FS_CLASS_REMOTE },
+        { "coda", 0x73757245, FS_CLASS_REMOTE },
+        { "gfs2", 0x01161970, FS_CLASS_REMOTE },
+        { "ocfs2", 0x7461636f, FS_CLASS_REMOTE },
+        { "lustre", 0x0bd00bd0, FS_CLASS_REMOTE },
+        /* A user's server answers every request, or never does ("fuse.sshfs" and the like are
+         * subtypes, see fsinfo_class_of_type()). */
+        { "fuse", FUSE_SUPER_MAGIC, FS_CLASS_FUSE },
+        { "fuseblk", FUSE_SUPER_MAGIC, FS_CLASS_FUSE },
+        { "overlay", 0x794c7630, FS_CLASS_LOCAL, .stacked = true },
+        { "ecryptfs", 0xf15f, FS_CLASS_LOCAL, .stacked = true },
 };
-
-static bool in_list(const char *type, const char *const *list, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (streq(type, list[i]))
-                        return true;
-        return false;
-}
 
 FsClass fsinfo_class_of_type(const char *type)
 {
-        if (streq(type, "fuse") || streq(type, "fuseblk") || strncmp(type, "fuse.", 5) == 0 ||
-            strncmp(type, "fuseblk.", 8) == 0)
+        if (strncmp(type, "fuse.", 5) == 0 || strncmp(type, "fuseblk.", 8) == 0)
                 return FS_CLASS_FUSE;
-        if (in_list(type, pseudo_types, ELEMENTSOF(pseudo_types)))
-                return FS_CLASS_PSEUDO;
-        if (in_list(type, remote_types, ELEMENTSOF(remote_types)))
-                return FS_CLASS_REMOTE;
+        for (size_t i = 0; i < ELEMENTSOF(known_types); i++)
+                if (streq(type, known_types[i].name))
+                        return known_types[i].class;
         return FS_CLASS_LOCAL;
+}
+
+/* A file system this namespace has no mount of, by its statfs f_type: its class and name. */
+static void fsinfo_of_magic(uint64_t magic, FsInfo *ret)
+{
+        *ret = (FsInfo){ .class = FS_CLASS_LOCAL };
+        for (size_t i = 0; i < ELEMENTSOF(known_types); i++)
+                if (known_types[i].magic == magic) {
+                        ret->class = known_types[i].stacked ? FS_CLASS_UNKNOWN : known_types[i].class;
+                        (void)snprintf(ret->type, sizeof(ret->type), "%s", known_types[i].name);
+                        return;
+                }
+        (void)snprintf(ret->type, sizeof(ret->type), "0x%" PRIx64, magic);
 }
 
 static const char *const fs_class_table[_FS_CLASS_MAX] = {
@@ -158,56 +203,6 @@ struct FsTable {
         size_t text_alloc;
 };
 
-/* statfs's f_type of file systems found by their magic where mountinfo does not list them. */
-static const struct {
-        uint32_t magic;
-        FsClass class;
-} magic_classes[] = {
-        { 0x65735546, FS_CLASS_FUSE },    /* fuse */
-        { 0x9fa0, FS_CLASS_PSEUDO },      /* proc */
-        { 0x62656572, FS_CLASS_PSEUDO },  /* sysfs */
-        { 0x64626720, FS_CLASS_PSEUDO },  /* debugfs */
-        { 0x74726163, FS_CLASS_PSEUDO },  /* tracefs */
-        { 0x73636673, FS_CLASS_PSEUDO },  /* securityfs */
-        { 0x62656570, FS_CLASS_PSEUDO },  /* configfs */
-        { 0xcafe4a11, FS_CLASS_PSEUDO },  /* bpf */
-        { 0x27e0eb, FS_CLASS_PSEUDO },    /* cgroup */
-        { 0x63677270, FS_CLASS_PSEUDO },  /* cgroup2 */
-        { 0x6165676c, FS_CLASS_PSEUDO },  /* pstore */
-        { 0xde5e81e4, FS_CLASS_PSEUDO },  /* efivarfs */
-        { 0x65735543, FS_CLASS_PSEUDO },  /* fusectl */
-        { 0x42494e4d, FS_CLASS_PSEUDO },  /* binfmt_misc */
-        { 0xf97cff8c, FS_CLASS_PSEUDO },  /* selinuxfs */
-        { 0x43415d53, FS_CLASS_PSEUDO },  /* smackfs */
-        { 0x6e736673, FS_CLASS_PSEUDO },  /* nsfs */
-        { 0x67596969, FS_CLASS_PSEUDO },  /* rpc_pipefs */
-        { 0x6e667364, FS_CLASS_PSEUDO },  /* nfsd */
-        { 0x0187, FS_CLASS_PSEUDO },      /* autofs */
-        { 0x6969, FS_CLASS_REMOTE },      /* nfs */
-        { 0x517b, FS_CLASS_REMOTE },      /* smb */
-        { 0xff534d42, FS_CLASS_REMOTE },  /* cifs */
-        { 0xfe534d42, FS_CLASS_REMOTE },  /* smb2 */
-        { 0x01021997, FS_CLASS_REMOTE },  /* 9p */
-        { 0x00c36400, FS_CLASS_REMOTE },  /* ceph */
-        { 0x6b414653, FS_CLASS_REMOTE },  /* afs */
-        { 0x5346414f, FS_CLASS_REMOTE },  /* afs */
-        { 0x73757245, FS_CLASS_REMOTE },  /* coda */
-        { 0x7461636f, FS_CLASS_REMOTE },  /* ocfs2 */
-        { 0x01161970, FS_CLASS_REMOTE },  /* gfs2 */
-        { 0x0bd00bd0, FS_CLASS_REMOTE },  /* lustre */
-        /* Stacked on other mounts, which may be FUSE, and which this namespace cannot see. */
-        { 0x794c7630, FS_CLASS_UNKNOWN }, /* overlay */
-        { 0xf15f, FS_CLASS_UNKNOWN },     /* ecryptfs */
-};
-
-static FsClass class_of_magic(uint64_t magic)
-{
-        for (size_t i = 0; i < ELEMENTSOF(magic_classes); i++)
-                if (magic_classes[i].magic == magic)
-                        return magic_classes[i].class;
-        return FS_CLASS_LOCAL;
-}
-
 /* Where FUSE connections are listed, looked for again with each read of the mount table. */
 static void fusectl_open(FsTable *t)
 {
@@ -216,7 +211,7 @@ static void fusectl_open(FsTable *t)
 
         /* The new one before the old one goes: a caller that counts our fds sees the same number. */
         fd = open("/sys/fs/fuse/connections", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0 && (fstatfs(fd, &sfs) < 0 || (uint64_t)sfs.f_type != 0x65735543))
+        if (fd >= 0 && (fstatfs(fd, &sfs) < 0 || (uint64_t)sfs.f_type != FUSECTL_SUPER_MAGIC))
                 fd = safe_close(fd);
         safe_close(t->fusectl_fd);
         t->fusectl_fd = fd;
@@ -390,7 +385,6 @@ not_fuse:
         /* Not FUSE: its statfs does not wait on a server of a user's. */
         if (fstatfs(fd, &sfs) < 0)
                 return 0;
-        ret->class = class_of_magic((uint64_t)sfs.f_type);
-        (void)snprintf(ret->type, sizeof(ret->type), "0x%" PRIx64, (uint64_t)sfs.f_type);
+        fsinfo_of_magic((uint64_t)sfs.f_type, ret);
         return 0;
 }
