@@ -110,11 +110,6 @@ uint64_t fd_screen_taken(const FdScreen *s)
         return __atomic_load_n(&s->taken, __ATOMIC_RELAXED);
 }
 
-int fd_screen_closer_pid(const FdScreen *s)
-{
-        return closer_pid(s->closer);
-}
-
 /* Whether fd must be taken out, and why: -1 if it may stay. Nothing here asks a file system:
  * statx answers from the cache (AT_STATX_DONT_SYNC), the rest from mountinfo and fusectl. The
  * table was refreshed for the message (fd_screen_received()). */

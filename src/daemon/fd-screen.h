@@ -65,5 +65,3 @@ void fd_screen_refuse_for_test(FdScreen *s, uint64_t dev, uint64_t ino);
 
 /* How many fds the screen took out and gave to the closer. */
 uint64_t fd_screen_taken(const FdScreen *s);
-/* The closer's pid (tests). */
-int fd_screen_closer_pid(const FdScreen *s);

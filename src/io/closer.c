@@ -135,21 +135,6 @@ fail:
         return r;
 }
 
-Closer *closer_free(Closer *c)
-{
-        if (!c)
-                return NULL;
-        /* Whatever the pipe holds is closed by the closer, which then sees the end and exits. The fds
-         * never handed over stay open: closing them here is what the closer is for. */
-        c->pipe_w = safe_close(c->pipe_w);
-        /* The read end is the closer's now (one table: closing it here would close it under the
-         * closer's read); without a closer, it is ours. */
-        if (c->pid <= 0 || waitpid(c->pid, NULL, WNOHANG) == c->pid)
-                c->pipe_r = safe_close(c->pipe_r);
-        free(c->queued);
-        return mfree(c);
-}
-
 int closer_pid(const Closer *c)
 {
         return c->pid;
@@ -201,4 +186,22 @@ int closer_close(Closer *c, int fd)
         }
         c->queued[c->n_queued++] = fd;
         return closer_flush(c);
+}
+
+Closer *closer_free(Closer *c)
+{
+        if (!c)
+                return NULL;
+        /* Whatever the pipe holds is closed by the closer, which then sees the end and exits. What
+         * the pipe could not take yet gets a last try; what still cannot go stays open: closing it
+         * here is what the closer is for. */
+        if (c->n_queued > 0)
+                (void)closer_flush(c);
+        c->pipe_w = safe_close(c->pipe_w);
+        /* The read end is the closer's now (one table: closing it here would close it under the
+         * closer's read); without a closer, it is ours. */
+        if (c->pid <= 0 || waitpid(c->pid, NULL, WNOHANG) == c->pid)
+                c->pipe_r = safe_close(c->pipe_r);
+        free(c->queued);
+        return mfree(c);
 }
