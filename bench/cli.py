@@ -47,8 +47,11 @@ def main():
     ap.add_argument('--no-cold', action='store_true', help='skip the cold-cache runs')
     ap.add_argument('--no-engine', action='store_true', help='peers only (engine not built yet)')
     ap.add_argument('--no-perf', action='store_true', help='no `perf stat` of the engine for missed targets')
+    ap.add_argument('--install', action='store_true',
+                    help='install missing benchmark packages (scripts/deps.sh: fhash_bench_packages) with apt-get, '
+                         'as root or through sudo -n; without it a run only names them')
     ap.add_argument('--no-install', action='store_true',
-                    help='do not install missing benchmark packages (scripts/deps.sh: fhash_bench_packages)')
+                    help='the default (kept for old command lines): never install, name what is missing')
     ap.add_argument('--algos', type=lambda s: s.split(','),
                     help='only these algorithms (every section; for development: the targets need them all)')
     ap.add_argument('--datasets', type=lambda s: s.split(','),
@@ -111,9 +114,13 @@ def main():
     if (a.sweep or a.engine_only) and not a.bench_engine:
         print('bench/run: --sweep and --engine-only need bench-engine', file=sys.stderr)
         return 1
+    if a.install and a.no_install:
+        ap.error('--install and --no-install contradict each other')
+    if a.install or (a.main and not check):
+        # Only --install installs; a main run without it names what is missing (the quick check
+        # says so per check).
+        ensure_bench_packages(a.install)
     h = Harness(a)
     if check:
         return QuickCheck(h).run()
-    if a.main:
-        ensure_bench_packages(a.no_install)
     return h.main()

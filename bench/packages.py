@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The Debian packages of the peers (scripts/deps.sh: fhash_bench_packages): which are missing, and
-installing them."""
+installing them when asked to (--install). A benchmark never installs anything on its own: it says
+what is missing, and those rows say "skipped"."""
 
 import os
 import shutil
@@ -30,24 +31,24 @@ def missing_packages():
     return missing
 
 
-def ensure_bench_packages(no_install):
-    """Installs scripts/deps.sh's fhash_bench_packages when some are missing (root, or sudo without a
-    password), else says exactly what to install; the run goes on either way, with "skipped" rows."""
+def ensure_bench_packages(install):
+    """With install (--install): installs the missing packages through scripts/deps.sh's
+    fhash_install_deps (root, or sudo without a password). Without it, or when that cannot be done,
+    says exactly what to install; the run goes on either way, with "skipped" rows."""
     missing = missing_packages()
     if not missing:
         return
     cmd = f'sudo apt-get install --no-install-recommends {" ".join(missing)}'
     can = os.geteuid() == 0
-    if not can and shutil.which('sudo'):
+    if install and not can and shutil.which('sudo'):
         # sudo -n: a password prompt in the middle of a benchmark run is worse than a "skipped" row.
         can = subprocess.run(['sudo', '-n', 'true'], capture_output=True, check=False).returncode == 0
-    if no_install or not can:
+    if not install or not can:
         print(f'bench/run: missing benchmark packages: {" ".join(missing)}; their rows will say "skipped". '
-              f'Install them with:\n    {cmd}\n(or: . scripts/deps.sh && fhash_install_deps '
+              f'Install them with:\n    {cmd}\n(or: bench/run --install, or: . scripts/deps.sh && fhash_install_deps '
               '"${fhash_bench_packages[@]}")', file=sys.stderr)
         return
-    print(f'bench/run: installing {" ".join(missing)} (scripts/deps.sh: fhash_bench_packages; '
-          '--no-install to skip)', file=sys.stderr)
+    print(f'bench/run: installing {" ".join(missing)} (scripts/deps.sh: fhash_bench_packages)', file=sys.stderr)
     p = subprocess.run(['bash', '-c', '. "$1" && fhash_install_deps "${fhash_bench_packages[@]}"', 'bash', DEPS_SH],
                        check=False)
     if p.returncode != 0:

@@ -15,7 +15,7 @@ fhash_test_packages=(
     cppcheck clang-tidy clang doxygen
     debhelper dh-python lintian rsync
 )
-# bench/run only (it installs them when missing); the build and the tests never need them.
+# bench/run only (`bench/run --install` installs the missing ones); the build and the tests never need them.
 fhash_bench_packages=(
     rhash hashdeep fio python3-matplotlib
     coreutils b3sum xxhash openssl util-linux findutils dbus linux-perf time
