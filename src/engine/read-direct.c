@@ -17,6 +17,11 @@
  * than the caller could read; a write-only fd is not turned into a readable one) is reopened
  * read-only through /proc/self/fd, whose magic link reaches the open file itself, not a path, and is
  * kept only if it is the same regular file the first statx saw. -errno when it cannot be.
+ *
+ * The open must never wait, in a shard that serves everyone (engine.h): O_NONBLOCK makes an open
+ * that would break a lease fail EWOULDBLOCK at once (N2: a caller's write lease on its own file held
+ * the shard lease-break-time, 45 s, per file), and a file on an untrusted file system (whose open
+ * asks its server) is not reopened at all. Either way the file is read buffered.
  */
 static int fd_reopen_own(const FileSlot *f)
 {
@@ -24,13 +29,15 @@ static int fd_reopen_own(const FileSlot *f)
         struct stat st;
         int fl, fd;
 
+        if (f->untrusted || !S_ISREG(f->stx.stx_mode))
+                return -EOPNOTSUPP;
         fl = fcntl(f->fd, F_GETFL);
         if (fl < 0)
                 return -errno;
         if ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR)
                 return -EBADF;
         (void)snprintf(p, sizeof(p), "/proc/self/fd/%d", f->fd);
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != f->stx.stx_ino ||
@@ -60,8 +67,10 @@ static bool file_set_direct(Shard *s, FileSlot *f)
         if (mem_align == 0 || off_align == 0 || mem_align > 4096 || off_align > 4096 ||
             4096 % mem_align != 0 || 4096 % off_align != 0)
                 goto refused;
+        /* Our reopened description was opened O_NONBLOCK only so that the open could not wait: its
+         * reads must not come back -EAGAIN from io_uring for data not in memory. */
         fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0)
+        if (fl < 0 || fcntl(fd, F_SETFL, (fd != f->fd ? fl & ~O_NONBLOCK : fl) | O_DIRECT) < 0)
                 goto refused;
         if (fd != f->fd) {
                 /* The caller's fd goes the way every fd of ours goes: through the ring. The file
