@@ -64,6 +64,7 @@ typedef struct JobInput {
         int fd;
         uint64_t cookie;
         unsigned flags;  /* ENGINE_INPUT_* */
+        EngineFdInfo *info; /* what the caller knew of the fd, or NULL */
 } JobInput;
 
 struct EngineJob {

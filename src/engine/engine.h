@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "basic/string-table.h"
 #include "hash/hash.h"
@@ -25,6 +26,25 @@
  * engine_dispatch(), on the consumer thread, so callers need no locking of their own. All functions
  * below must be called from the consumer thread, except engine_job_get_progress() and the getters of
  * Engine, which any thread may call.
+ *
+ * What a shard may do to a caller's file
+ * --------------------------------------
+ * A shard serves every user's files: one system call that waits on a file (a lease to break, a FUSE
+ * server, an NFS server gone, a FIFO with no writer, a tape drive) stops every job on that core
+ * (issue 24, N2: one write lease held both shards 45 s per file). So, in a shard's own thread:
+ *   - an fd input is never opened again by path except through /proc/self/fd with O_NONBLOCK (a
+ *     lease then fails EWOULDBLOCK instead of waiting lease-break-time, and the file is read buffered),
+ *     and never on a file system marked ENGINE_INPUT_UNTRUSTED_FS (FUSE, network, unknown), where an
+ *     open asks the server;
+ *   - statx of an fd runs here only for a trusted (local) file system, where it answers from the
+ *     inode in memory; an untrusted one's goes through the ring (an io-wq worker waits, not the shard);
+ *   - reads, polls, fadvise and closes of a caller's fd always go through the ring: a close that
+ *     flushes (FUSE, NFS) is punted to io-wq by the kernel, and fhashd's gate never lets an fd whose
+ *     close could wait for ever reach the engine (daemon/fd-screen.h);
+ *   - fcntl() on an fd (F_GETFL, F_SETFL O_DIRECT) asks no file system;
+ *   - path inputs (HashPaths: root's and fhashd's own uid's only) are opened through the ring, with
+ *     O_NONBLOCK where a FIFO could be named; their statx(path) for the linked chain runs here, and
+ *     root's paths are trusted as root's mounts are.
  */
 
 typedef struct Engine Engine;
@@ -254,11 +274,22 @@ enum {
         ENGINE_INPUT_UNTRUSTED_FS = 1u << 0,
 };
 
+/* What a caller already knows of an fd input from a statx of its own, with at least
+ * ENGINE_FD_STATX_MASK (fhashd's gate makes one as it receives the fd), and its F_GETFL: the engine
+ * then makes neither again before reading (a statx and an fcntl less per file). Only for a file on a
+ * trusted (local) file system, where a statx without AT_STATX_SYNC_* is what the engine's own is. */
+typedef struct EngineFdInfo {
+        struct statx stx;
+        int flags;          /* F_GETFL */
+} EngineFdInfo;
+#define ENGINE_FD_STATX_MASK (STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO | STATX_NLINK)
+
 typedef struct EngineInput {
         const char *path;   /* a path input (copied), or NULL for an fd input */
         int fd;             /* with path NULL: the fd, owned by the job once added */
         uint64_t cookie;    /* handed back in EngineFileResult.cookie */
         unsigned flags;     /* ENGINE_INPUT_* */
+        const EngineFdInfo *info; /* an fd input's, or NULL (copied) */
 } EngineInput;
 
 /* A job starts empty; add inputs, then start it. */

@@ -144,6 +144,7 @@ struct FileSlot {
         bool polling;               /* ... a poll is in flight */
         bool poll_ready;            /* ... it fired: the next read may take a buffer */
         bool caller_direct;         /* an fd the caller opened O_DIRECT: aligned reads, never cleared */
+        int fd_flags;               /* an fd input's F_GETFL as its caller gave it (EngineFdInfo), or -1 */
         bool pseudo;                /* sysfs, procfs & co.: st_size says nothing, EOF ends the file */
 
         FileSlot *next;             /* free list, or the open list */
@@ -169,7 +170,7 @@ enum {
 #define TAG_PTR(t) ((void *)(uintptr_t)((t) & ~UINT64_C(15)))
 
 /* What statx is asked for, before and after reading: the change check compares all of it. */
-#define FILE_STATX_MASK (STATX_TYPE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO | STATX_NLINK)
+#define FILE_STATX_MASK ENGINE_FD_STATX_MASK
 
 static inline int64_t stx_mtime_nsec(const struct statx *s)
 {

@@ -112,6 +112,7 @@ static void job_free(EngineJob *j)
 
         for (size_t i = 0; i < j->n_inputs; i++) {
                 free(j->inputs[i].path);
+                free(j->inputs[i].info);
                 if (j->inputs[i].fd < 0)
                         continue;
                 if (e && !e->io_gone)
@@ -168,6 +169,7 @@ static int job_add_input(EngineJob *j, const JobInput *in)
 
 int engine_job_add_input(EngineJob *j, const EngineInput *in)
 {
+        EngineFdInfo *info = NULL;
         char *p = NULL;
         int k;
 
@@ -181,10 +183,18 @@ int engine_job_add_input(EngineJob *j, const EngineInput *in)
                         return -ENOMEM;
         } else if (in->fd < 0)
                 return -EBADF;
+        else if (in->info) {
+                info = malloc(sizeof(*info));
+                if (!info)
+                        return -ENOMEM;
+                *info = *in->info;
+        }
         k = job_add_input(j, &(JobInput){ .path = p, .fd = p ? -EBADF : in->fd, .cookie = in->cookie,
-                                          .flags = in->flags });
-        if (k < 0)
+                                          .flags = in->flags, .info = info });
+        if (k < 0) {
                 free(p);
+                free(info);
+        }
         return k;
 }
 

@@ -101,7 +101,14 @@ void file_start(Shard *s, FileSlot *f)
                 f->fd = TAKE_FD(in->fd);
                 f->fd_input = true;
                 fds_add(s);
-                file_stat_opened(s, f);
+                f->fd_flags = -1;
+                if (in->info && !f->untrusted && (in->info->stx.stx_mask & FILE_STATX_MASK) == FILE_STATX_MASK) {
+                        /* The caller's statx of it is this one's (engine.h, EngineFdInfo). */
+                        f->stx = in->info->stx;
+                        f->fd_flags = in->info->flags;
+                        f->stat_ok = true;
+                } else
+                        file_stat_opened(s, f);
                 if (f->ops == 0)
                         file_opened(s, f);
         }
@@ -151,7 +158,7 @@ void file_opened(Shard *s, FileSlot *f)
                 }
                 if (f->fd_input) {
                         /* The caller's O_DIRECT stays theirs: read it with aligned requests. */
-                        int fl = fcntl(f->fd, F_GETFL);
+                        int fl = f->fd_flags >= 0 ? f->fd_flags : fcntl(f->fd, F_GETFL);
                         f->caller_direct = fl >= 0 && (fl & O_DIRECT);
                 }
                 file_choose_strategy(s, f);
