@@ -994,6 +994,298 @@ def role_keepjobs(args):
     iterate_until(lambda: False, hold)
 
 
+# ---- issue 24: N1 of the 2026-11-26 review ----
+
+MALFORMED = ("utf8", "path", "nul", "signature")
+
+
+def ping_blob(serial, nfds, dest=None, kind="valid"):
+    """A Peer.Ping (no reply expected) that declares the nfds fds it carries (UNIX_FDS); kind, other
+    than "valid", makes its header one that sd-bus refuses: utf8 (a byte of the object path that is
+    not UTF-8), path (an invalid object path), nul (the path's string without its terminating NUL),
+    signature (an invalid SIGNATURE field, for a body that has one)."""
+    m = Gio.DBusMessage.new_method_call(dest, MP, PEER, "Ping")
+    m.set_serial(serial)
+    m.set_flags(Gio.DBusMessageFlags.NO_REPLY_EXPECTED)
+    if kind == "signature":
+        m.set_body(GLib.Variant("(s)", ("x",)))
+    if nfds:
+        fl = Gio.UnixFDList.new()
+        r, w = os.pipe()
+        for _ in range(nfds):
+            fl.append(r)
+        os.close(r)
+        os.close(w)
+        m.set_unix_fd_list(fl)
+    b = m.to_blob(Gio.DBusCapabilityFlags.UNIX_FD_PASSING)
+    swap = {"valid": (b"", b""),
+            "utf8": (MP.encode(), b"/org/fhash/Hasher\xc3"),
+            "path": (MP.encode(), b"/org//hash/Hasher1"),
+            "nul": (MP.encode() + b"\0", b"/org/fhash/Hasher1x"),
+            "signature": (b"\x08\x01g\x00\x01s\x00", b"\x08\x01g\x00\x01{\x00")}[kind]
+    if kind != "valid":
+        assert swap[0] in b, kind
+        b = b.replace(swap[0], swap[1], 1)
+    return b
+
+
+def declared_fds(b):
+    """The UNIX_FDS header field of a little-endian message (0 without one)."""
+    i = b.find(b"\x09\x01u\x00", 16)
+    return struct.unpack_from("<I", b, i + 4)[0] if i >= 0 else 0
+
+
+class DirectFlood:
+    """Raw direct connections that carry a flood: a new one (OpenConnection) whenever fhashd ends
+    the last; what happened counted. A send that waits SEND_TIMEOUT_S means fhashd stopped reading."""
+    SEND_TIMEOUT_S = 5
+
+    def __init__(self, conn, spares=0):
+        self.conn = conn
+        self.s = None
+        self.st = {"messages": 0, "fds": 0, "connections": 0, "dropped": 0, "stalled": False, "errors": {}}
+        # Connections opened before the flood, taken in turn when fhashd ends one: OpenConnection may
+        # no longer be possible then (it needs fds of fhashd's own).
+        self.spares = [x for x in (self._open() for _ in range(spares)) if x]
+
+    def _count(self, what):
+        self.st["errors"][what] = self.st["errors"].get(what, 0) + 1
+
+    def connect(self):
+        self.s = self.spares.pop(0) if self.spares else self._open()
+        return self.s is not None
+
+    def _open(self):
+        v, e, _ = try_call(lambda: self.conn.open_connection())
+        if e:
+            self._count("OpenConnection " + e.split(":")[0])
+            return None
+        s = socket.socket(fileno=v)
+        s.settimeout(self.SEND_TIMEOUT_S)
+        try:
+            raw_auth(s)
+            # One answered call first: fhashd is past the handshake (fds that come with it end the
+            # connection instead), so every fd after it reaches the message reader.
+            s.sendall(blob(None, MP, PEER, "Ping", 1))
+            if not s.recv(4096):
+                raise ConnectionResetError("closed after the first Ping")
+        except (OSError, RuntimeError) as e:
+            self._count(f"handshake {type(e).__name__}")
+            s.close()
+            return None
+        self.st["connections"] += 1
+        return s
+
+    def send(self, data, fds):
+        """True once sent; False when no connection takes it (refused, or fhashd stopped reading)."""
+        for _ in range(3):
+            if self.s is None and not self.connect():
+                return False
+            try:
+                send_fds(self.s, data, fds)
+                self.st["messages"] += 1
+                self.st["fds"] += len(fds)
+                return True
+            except socket.timeout:
+                self.st["stalled"] = True
+                self.close()
+                return False
+            except OSError as e:
+                self.st["dropped"] += 1
+                self._count(type(e).__name__)
+                self.close()
+        return False
+
+    def eof(self):
+        """Whether fhashd ended the current connection (what it wrote is read and dropped)."""
+        if self.s is None:
+            return True
+        try:
+            self.s.setblocking(False)
+            while True:
+                d = self.s.recv(65536)
+                if not d:
+                    return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        finally:
+            if self.s is not None:
+                self.s.settimeout(self.SEND_TIMEOUT_S)
+
+    def close(self):
+        if self.s is not None:
+            self.s.close()
+            self.s = None
+
+    def close_all(self):
+        self.close()
+        for x in self.spares:
+            x.close()
+        self.spares = []
+
+
+def role_hdrflood(args):
+    """nobody: on direct connections, n_msgs messages of per fds each, then topup messages of one fd,
+    all of them declaring the fds they carry with a header sd-bus refuses (each kind of ping_blob()
+    in turn); a new connection whenever fhashd ends one."""
+    n_msgs, per, topup, path = int(args[0]), int(args[1]), int(args[2]), args[3]
+    f = os.open(path, os.O_RDONLY)
+    c = Conn.system()
+    fl = DirectFlood(c)
+    blobs = {(k, n): ping_blob(2, n, kind=k) for k in MALFORMED for n in (per, 1)}
+    t = time.monotonic()
+    for i in range(n_msgs + topup):
+        n = per if i < n_msgs else 1
+        if not fl.send(blobs[(MALFORMED[i % len(MALFORMED)], n)], [f] * n):
+            break
+    time.sleep(1)
+    fl.st["ended_by_fhashd"] = fl.eof()
+    fl.close()
+    fl.st["seconds"] = round(time.monotonic() - t, 2)
+    emit("RESULT", fl.st)
+
+
+def role_replay(args):
+    """nobody: each message (a file holding a captured one, or gen:KIND:N for ping_blob(KIND) with N
+    fds) alone on a fresh direct connection with the fds its header declares attached, on a line of
+    stdin each; the connection is closed again before SENT."""
+    c = Conn.system()
+    f = os.open("/dev/null", os.O_RDONLY)
+    for item in args:
+        if item.startswith("gen:"):
+            _, kind, n = item.split(":")
+            data = ping_blob(2, int(n), kind=kind)
+        else:
+            with open(item, "rb") as fh:
+                data = fh.read()
+        n = declared_fds(data)
+        sys.stdin.readline()
+        fl = DirectFlood(c)
+        ok = fl.send(data, [f] * n)
+        time.sleep(0.3)
+        ended = fl.eof()
+        fl.close()
+        emit("SENT", {"message": os.path.basename(item), "fds": n, "sent": ok, "ended_by_fhashd": ended,
+                      "errors": fl.st["errors"]})
+
+
+def role_ping_fds(args):
+    """Peer.Ping to fhashd on the bus with n fds of path attached (16 is the system bus's maximum)."""
+    n, path = int(args[0]), args[1]
+    c = Conn.system()
+    f = os.open(path, os.O_RDONLY)
+    fl = Gio.UnixFDList.new()
+    for _ in range(n):
+        fl.append(f)
+    t = time.monotonic()
+    try:
+        c.c.call_with_unix_fd_list_sync(NAME, MP, PEER, "Ping", None, None, 0, 5000, fl, None)
+        e = None
+    except GLib.Error as x:
+        e = f"{err_name(x)}: {x.message[:160]}"
+    emit("RESULT", {"call": e or "ok", "seconds": round(time.monotonic() - t, 3)})
+
+
+class BusFlood:
+    """A raw bus connection that sends without waiting for replies; what comes back is read now and
+    then and counted (error replies by name)."""
+
+    def __init__(self):
+        self.s = raw_bus()
+        self.s.settimeout(DirectFlood.SEND_TIMEOUT_S)
+        self.buf = b""
+        self.st = {"messages": 0, "fds": 0, "stalled": False, "errors": {}, "closed": False}
+        # dbus-daemon may read the end of the handshake and what follows it in one read(), which
+        # drops the fds that came with it (and then the connection, for a message short of its
+        # fds): nothing is sent before the reply to Hello.
+        while not any(m.get_message_type() == Gio.DBusMessageType.METHOD_RETURN for m in self._frame()):
+            d = self.s.recv(65536)
+            if not d:
+                raise ConnectionResetError("dbus-daemon ended the connection before Hello's reply")
+            self.buf += d
+
+    def _frame(self):
+        """The whole messages at the start of buf, taken out of it."""
+        out = []
+        while len(self.buf) >= 16:
+            need = Gio.DBusMessage.bytes_needed(self.buf[:16])
+            if len(self.buf) < need:
+                break
+            out.append(Gio.DBusMessage.new_from_blob(self.buf[:need], Gio.DBusCapabilityFlags.UNIX_FD_PASSING))
+            self.buf = self.buf[need:]
+        return out
+
+    def send(self, data, fds):
+        try:
+            send_fds(self.s, data, fds)
+        except socket.timeout:
+            self.st["stalled"] = True
+            return False
+        except OSError as e:
+            self.st["closed"] = str(e)
+            return False
+        self.st["messages"] += 1
+        self.st["fds"] += len(fds)
+        if self.st["messages"] % 16 == 0:
+            self.drain()
+        return True
+
+    def drain(self):
+        self.s.setblocking(False)
+        try:
+            while True:
+                d = self.s.recv(1 << 20)
+                if not d:
+                    self.st["closed"] = "end of input"
+                    break
+                self.buf += d
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            self.st["closed"] = str(e)
+        self.s.settimeout(DirectFlood.SEND_TIMEOUT_S)
+        for m in self._frame():
+            if m.get_message_type() == Gio.DBusMessageType.ERROR:
+                k = m.get_error_name()
+                self.st["errors"][k] = self.st["errors"].get(k, 0) + 1
+
+    def close(self):
+        self.drain()
+        self.s.close()
+
+
+def role_bus_fdflood(args):
+    """nobody: on the bus, n messages to fhashd with 16 fds each and no reply expected, which fhashd
+    must close: Peer.Pings with 16 fds of null, and HashFds calls naming one fd of good with 15 more of
+    it attached."""
+    n, null, good = int(args[0]), args[1], args[2]
+    fn, fg = os.open(null, os.O_RDONLY), os.open(good, os.O_RDONLY)
+    bf = BusFlood()
+    ping = ping_blob(2, 16, dest=NAME)
+    m = Gio.DBusMessage.new_method_call(NAME, MP, MI, "HashFds")
+    m.set_serial(3)
+    m.set_flags(Gio.DBusMessageFlags.NO_REPLY_EXPECTED)
+    m.set_body(GLib.Variant("(ahsa{sv})", ([0], "sha256", {})))
+    fl = Gio.UnixFDList.new()
+    r, w = os.pipe()
+    for _ in range(16):
+        fl.append(r)
+    os.close(r)
+    os.close(w)
+    m.set_unix_fd_list(fl)
+    hashfds = m.to_blob(Gio.DBusCapabilityFlags.UNIX_FD_PASSING)
+    t = time.monotonic()
+    for i in range(n):
+        if not (bf.send(ping, [fn] * 16) if i % 2 == 0 else bf.send(hashfds, [fg] * 16)):
+            break
+    time.sleep(1)
+    bf.close()
+    bf.st["seconds"] = round(time.monotonic() - t, 2)
+    emit("RESULT", bf.st)
+
+
 ROLES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("role_")}
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""test-hostile.py: fhashd on a real system bus against hostile local users (issue 13).
+"""test-hostile.py: fhashd on a real system bus against hostile local users (issues 13 and 24).
 
-Every finding of the adversarial review (../shared/reviews/security-2026-11-23.md) is a subtest,
-selectable by name:  test-hostile.py [H1 H2 ... I2]  (all when none is named);
+Every finding of the adversarial reviews (../shared/reviews/security-2026-11-23.md: H1-I2;
+security-2026-11-26.md: N1) is a subtest, selectable by name:
+test-hostile.py [H1 H2 ... I2 N1]  (all when none is named);
 test-hostile.py --dfuzzer runs dfuzzer against fhashd instead (the 'hostile-dfuzzer' test).
 
 Set-up, as the system runs it:
@@ -243,6 +244,9 @@ class Env:
         self.roles_path = os.path.join(self.tmp, "test-hostile-roles.py")
         shutil.copy(os.path.join(HERE, "test-hostile-roles.py"), self.roles_path)
         os.chmod(self.roles_path, 0o644)
+        for p in glob.glob(os.path.join(HERE, "leakmsg-*.bin")):  # N1's captures, for nobody to send
+            shutil.copy(p, self.tmp)
+            os.chmod(os.path.join(self.tmp, os.path.basename(p)), 0o644)
 
     def teardown(self):
         self.closing = True
@@ -1289,6 +1293,115 @@ def sub_I2(env, s):
         with Watch(env, d) as w:
             s.check_victim(env.victim())
             s.check_end(d, w, base)
+
+
+# =====================================================================================================
+# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1).
+# These fail on fhashd as of 79159ff: see each subtest's docstring for how.
+
+def settle_fds(d, limit, seconds=FD_SETTLE_S):
+    """fhashd's fd count once it is at most limit, or after seconds."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (d.fds() or 0) > limit:
+        time.sleep(0.1)
+    return d.fds()
+
+
+def check_bus_ping_fds(env, s, what="nobody's 16-fd Peer.Ping on the bus"):
+    """A Peer.Ping from nobody on the bus with 16 fds (the system bus's maximum) is answered."""
+    r = env.role("ping-fds", [16, "/dev/null"]).expect("RESULT", 30) or {"call": "no result"}
+    s.fig(what, r)
+    s.expect(r.get("call") == "ok" and r.get("seconds", 99) <= CALL_S * env.slow, f"{what}: {r}")
+
+
+def check_victim3(env, s):
+    """Root's HashFds with three fds, as fhashctl sends them, is served."""
+    r = env.role("victim3", [env.f4k], user="root").expect("RESULT", 30) or {"call": "no result"}
+    s.fig("root's 3-fd HashFds", r)
+    s.expect(r.get("call") == "ok" and r.get("finished"), f"root's 3-fd HashFds: {r}")
+
+
+N1_FLOOD = (100, 250, 300)  # messages of 250 fds (the review's 25,000 fds), then 300 of one fd
+N1_BUS_MESSAGES = 2000      # of 16 fds each: 32,000 fds, more than fhashd's RLIMIT_NOFILE here
+N1_CAPTURES = sorted(glob.glob(os.path.join(HERE, "leakmsg-*.bin")))
+
+
+def sub_N1(env, s):
+    """Fds in messages whose header sd-bus refuses are closed, not leaked: direct and bus.
+
+    At 79159ff the peer gate passes a message that declares its fds but has a header sd-bus 252
+    drops (invalid UTF-8, object path, missing NUL, signature): its fds are never closed, fhashd's
+    fd table fills, and the next 16-fd message on the bus costs fhashd its bus connection (exit).
+    The captures leakmsg-*.bin are the reviewer's fuzzer finds (security-repro-2026-11-26)."""
+    s.part = "direct: malformed headers"
+    d, base = start(env, s)
+    with Watch(env, d) as w:
+        t0 = time.monotonic()
+        a = env.role("hdrflood", list(N1_FLOOD) + ["/dev/null"])
+        res = a.expect("RESULT", 180) or {"error": f"no result: {a.stderr()[-300:]}"}
+        s.fig("flood", res)
+        a.wait(10)
+        left = settle_fds(d, base)
+        s.fig("fds after the client left", left)
+        s.expect(left is not None and left <= base,
+                 f"fhashd holds {left} fds {FD_SETTLE_S} s after the client left (baseline {base}): the fds of "
+                 f"{res.get('messages')} refused messages were not closed")
+        check_bus_ping_fds(env, s)
+        check_victim3(env, s)
+        if d.alive():
+            s.check_victim(env.victim())
+        s.check_ping(w, t0)
+        s.check_end(d, w, base)
+    d.kill()
+
+    s.part = "direct: one message per connection"
+    d, base = start(env, s)
+    with Watch(env, d) as w:
+        items = [os.path.join(env.tmp, os.path.basename(p)) for p in N1_CAPTURES]
+        items += [f"gen:{k}:8" for k in env.roles.MALFORMED]
+        a = env.role("replay", items)
+        per, leaked = {}, 0
+        for _ in items:
+            before = d.fds()
+            a.send("go")
+            sent = a.expect("SENT", 30)
+            if not sent:
+                s.expect(False, f"replay: no answer: {a.stderr()[-300:]}")
+                break
+            after = settle_fds(d, before, 2)
+            per[sent["message"]] = dict(sent, leaked=(after or 0) - (before or 0))
+            leaked += max(0, (after or 0) - (before or 0))
+        s.fig("messages", per)
+        s.expect(len(N1_CAPTURES) == 3, f"the reviewer's captures are missing: {N1_CAPTURES}")
+        s.expect(leaked == 0, f"{leaked} fds left in fhashd by "
+                              f"{[m for m, x in per.items() if x['leaked'] > 0]}")
+        check_bus_ping_fds(env, s)
+        check_victim3(env, s)
+        s.check_end(d, w, base)
+    d.kill()
+
+    # dbus-daemon refuses a malformed header itself: what reaches fhashd on the bus is valid, with
+    # fds that fhashd must close all the same (unreferenced ones included), faster than they come.
+    s.part = "bus: valid messages with fds"
+    d, base = start(env, s)
+    with Watch(env, d) as w:
+        t0 = time.monotonic()
+        a = env.role("bus-fdflood", [N1_BUS_MESSAGES, "/dev/null", env.f4k])
+        res = a.expect("RESULT", 180) or {"error": f"no result: {a.stderr()[-300:]}"}
+        s.fig("flood", res)
+        s.expect(res.get("messages") == N1_BUS_MESSAGES, f"the flood did not get through the bus: {res}")
+        for k in res.get("errors", {}):
+            s.expect(k in DOCUMENTED_ERRORS, f"the flood got undocumented error {k}")
+        a.wait(10)
+        left = settle_fds(d, base)
+        s.fig("fds after the client left", left)
+        s.expect(left is not None and left <= base, f"fhashd holds {left} fds after the client left (baseline {base})")
+        check_bus_ping_fds(env, s)
+        check_victim3(env, s)
+        if d.alive():
+            s.check_victim(env.victim())
+        s.check_ping(w, t0)
+        s.check_end(d, w, base)
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
