@@ -994,7 +994,7 @@ def role_keepjobs(args):
     iterate_until(lambda: False, hold)
 
 
-# ---- issue 24: N1 of the 2026-11-26 review ----
+# ---- issue 24: N1-N2 of the 2026-11-26 review ----
 
 MALFORMED = ("utf8", "path", "nul", "signature")
 
@@ -1284,6 +1284,72 @@ def role_bus_fdflood(args):
     bf.close()
     bf.st["seconds"] = round(time.monotonic() - t, 2)
     emit("RESULT", bf.st)
+
+
+def role_lease(args):
+    """nobody: n files of its own (1 MiB, written, synced and dropped from the page cache, mode 0666),
+    each opened read-only with a write lease (F_SETLEASE F_WRLCK; SIGIO ignored), one HashFds per file
+    (strategy direct, or auto, which reads a cold file directly) on the bus or a direct connection.
+    Waits up to hold s for its jobs (RESULT), and on a line of stdin lets the leases go (F_UNLCK: a
+    process waiting to break one goes on; so does SIGTERM)."""
+    import fcntl
+    import signal
+    via, strategy, n, workdir, hold = args[0], args[1], int(args[2]), args[3], float(args[4])
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+    fds, want = [], []
+    for i in range(n):
+        p = os.path.join(workdir, f"lease-{os.getpid()}-{i}")
+        data = os.urandom(1 << 20)
+        with open(p, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # Writable by others: fhashd (no CAP_FOWNER) may ask the page cache about another user's file
+        # only if it could write it (cachestat(2), mincore(2) since Linux 5.0 tell the truth only
+        # then); otherwise AUTO takes it as cached and never reads it with O_DIRECT.
+        os.chmod(p, 0o666)
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        except OSError as e:
+            emit("ERROR", f"F_SETLEASE F_WRLCK: {e}")
+            return
+        fds.append(fd)
+        want.append(sha256_bytes(data))
+
+    def release():
+        for fd in fds:
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+            except OSError:
+                pass
+    signal.signal(signal.SIGTERM, lambda *a: (release(), os._exit(0)))
+    c = Conn.system()
+    conn = c if via == "bus" else Conn.direct(c.open_connection())
+    kw = {} if strategy == "auto" else {"strategy": strategy}
+    jobs = []
+    for fd in fds:
+        t = time.monotonic()
+        j, e, _ = try_call(lambda: conn.hash_fds([fd], timeout=int(hold * 1000), **kw))
+        jobs.append((j, e, t))
+    emit("READY", {"files": n, "calls": [e or "ok" for j, e, t in jobs]})
+    conn.wait([j for j, e, t in jobs if j], hold)
+    out = []
+    for i, (j, e, t) in enumerate(jobs):
+        if not j:
+            out.append({"call": e})
+        elif j in conn.finished:
+            r = conn.results.get(j, {}).get(0)
+            out.append({"seconds": round(conn.finished_at[j] - t, 3), "digest_ok": bool(r and r[2] == want[i]),
+                        "error": r[3] if r else "no result"})
+        else:
+            out.append({"seconds": None, "error": f"not finished after {hold} s"})
+    emit("RESULT", out)
+    sys.stdin.readline()
+    release()
+    emit("RELEASED")
+    iterate_until(lambda: all(j in conn.finished for j, e, t in jobs if j), 60)
 
 
 ROLES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("role_")}

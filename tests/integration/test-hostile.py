@@ -3,8 +3,8 @@
 """test-hostile.py: fhashd on a real system bus against hostile local users (issues 13 and 24).
 
 Every finding of the adversarial reviews (../shared/reviews/security-2026-11-23.md: H1-I2;
-security-2026-11-26.md: N1) is a subtest, selectable by name:
-test-hostile.py [H1 H2 ... I2 N1]  (all when none is named);
+security-2026-11-26.md: N1-N2) is a subtest, selectable by name:
+test-hostile.py [H1 H2 ... I2 N1 N2]  (all when none is named);
 test-hostile.py --dfuzzer runs dfuzzer against fhashd instead (the 'hostile-dfuzzer' test).
 
 Set-up, as the system runs it:
@@ -1296,7 +1296,7 @@ def sub_I2(env, s):
 
 
 # =====================================================================================================
-# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1).
+# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1-N2).
 # These fail on fhashd as of 79159ff: see each subtest's docstring for how.
 
 def settle_fds(d, limit, seconds=FD_SETTLE_S):
@@ -1402,6 +1402,61 @@ def sub_N1(env, s):
             s.check_victim(env.victim())
         s.check_ping(w, t0)
         s.check_end(d, w, base)
+
+
+N2_ATTACKER_S = 5  # the attacker's own jobs, where a lease waits lease-break-time (45 s by default)
+
+
+def sub_N2(env, s):
+    """A write lease on the caller's own file must not stop the shards: root's files done in time.
+
+    At 79159ff the shard reopens a caller's fd through /proc/self/fd for O_DIRECT, and that open
+    waits lease-break-time (45 s) for nobody's write lease to go: every shard stops, root's files
+    are not done, nobody's own jobs take 45 s."""
+    work = os.path.join(env.tmp, "leases")
+    os.makedirs(work, exist_ok=True)
+    os.chown(work, 65534, 65534)
+    shards = len(os.sched_getaffinity(0))
+    hold = N2_ATTACKER_S * env.slow + 1
+    # Two files (the review's case), and one more than there are shards (each shard gets one whatever
+    # the spread); strategy direct, and auto on cold files; on the bus and on a direct connection.
+    for via, strategy, n in (("bus", "direct", 2), ("direct", "direct", shards + 1),
+                             ("bus", "auto", shards + 1), ("direct", "auto", 2)):
+        s.part = f"{n} leased files, strategy {strategy}, {via}"
+        d, base = start(env, s)
+        with Watch(env, d) as w:
+            a = env.role("lease", [via, strategy, n, work, hold])
+            ev = a.next(60)
+            while ev and ev[0] not in ("READY", "ERROR"):
+                ev = a.next(60)
+            if ev and ev[0] == "ERROR":
+                s.skipped = f"nobody cannot take a write lease here: {ev[1]}"
+                return
+            if not ev:
+                s.expect(False, f"the attacker did not start: {a.stderr()[-300:]}")
+                continue
+            ready = ev[1]
+            t0 = time.monotonic()
+            s.fig("calls", ready.get("calls"))
+            s.check_victim(env.victim())
+            res = a.expect("RESULT", hold + 30) or [{"error": f"no result: {a.stderr()[-300:]}"}]
+            s.fig("nobody's jobs", res)
+            for i, r in enumerate(res):
+                if r.get("call"):
+                    s.expect(error_name(r["call"]) in DOCUMENTED_ERRORS, f"nobody's file {i}: call got {r['call']}")
+                    continue
+                if s.expect(r.get("seconds") is not None and r["seconds"] <= N2_ATTACKER_S * env.slow,
+                            f"nobody's file {i}: "
+                            f"{r.get('error') if r.get('seconds') is None else str(r['seconds']) + ' s'}"
+                            f" (bound {N2_ATTACKER_S * env.slow} s; lease-break-time is "
+                            f"{read('/proc/sys/fs/lease-break-time').strip()} s)"):
+                    s.expect(r.get("digest_ok") or error_name(r.get("error")) in DOCUMENTED_ERRORS,
+                             f"nobody's file {i}: neither hashed right nor refused with a documented error: {r}")
+            a.send("release")  # the leases were held until now, while root's files were hashed
+            a.expect("RELEASED", 10)
+            s.check_ping(w, t0)
+            s.check_end(d, w, base)
+        d.kill()
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
