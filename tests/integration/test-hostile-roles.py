@@ -994,7 +994,7 @@ def role_keepjobs(args):
     iterate_until(lambda: False, hold)
 
 
-# ---- issue 24: N1-N2 of the 2026-11-26 review ----
+# ---- issue 24: N1-N3 of the 2026-11-26 review ----
 
 MALFORMED = ("utf8", "path", "nul", "signature")
 
@@ -1350,6 +1350,78 @@ def role_lease(args):
     release()
     emit("RELEASED")
     iterate_until(lambda: all(j in conn.finished for j, e, t in jobs if j), 60)
+
+
+def start_userns_fuse(workdir):
+    """A FUSE server in nobody's own user and mount namespace (role fuse-server, mode
+    hang-flush-foreign: FLUSH is answered only to the server's own user and to dbus-daemon) and one
+    fd of its file: (server process, its first line, the fd or None)."""
+    import subprocess
+    mnt = os.path.join(workdir, f"m{os.getpid()}")
+    os.makedirs(mnt, exist_ok=True)
+    a, b = socket.socketpair()
+    env = dict(os.environ, USERNS="1", SENDFD=str(b.fileno()))
+    srv = subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "fuse-server", mnt, "hang-flush-foreign"],
+                           env=env, pass_fds=[b.fileno()], stdout=subprocess.PIPE, text=True)
+    b.close()
+    line = srv.stdout.readline().strip()
+    if not line.startswith("READY"):
+        return srv, line or "the FUSE server died", None
+    _, anc, _, _ = a.recvmsg(1, socket.CMSG_LEN(4))
+    a.close()
+    return srv, line, array.array("i", anc[0][2])[0]
+
+
+def role_closer_flood(args):
+    """nobody, with no help from root: copies of one fd of a file on its own FUSE mount whose server
+    never answers fhashd's FLUSH, so that no close of one ever ends, sent in Peer.Pings (no reply
+    expected): via direct, on direct connections (three spares opened first, then OpenConnection,
+    whenever fhashd ends one); via bus, on a raw bus connection (16 fds a message at most). stages:
+    TOTAL:PER,... (PER copies a message until TOTAL were sent); after each, STAGE and a line of stdin.
+    Then a Peer.Ping on the bus with 16 copies (PING16); on a line of stdin the server stops (RESULT)."""
+    via, workdir = args[0], args[2]
+    stages = [tuple(int(y) for y in x.split(":")) for x in args[1].split(",")]
+    srv, line, fd = start_userns_fuse(workdir)
+    emit("SERVER", {"pid": srv.pid, "said": line})
+    if fd is None:
+        return
+    c = Conn.system()
+    fl = DirectFlood(c, spares=3) if via == "direct" else BusFlood()
+    t = time.monotonic()
+    going = True
+    for total, per in stages:
+        per = per if via == "direct" else min(per, 16)
+        data = ping_blob(2, per, dest=None if via == "direct" else NAME)
+        while going and fl.st["fds"] < total:
+            going = fl.send(data, [fd] * per)
+        st = dict(fl.st, seconds=round(time.monotonic() - t, 2))
+        if via == "direct":
+            st["ended_by_fhashd"] = fl.eof()
+        else:
+            fl.drain()
+        emit("STAGE", st)
+        sys.stdin.readline()
+    fds16 = Gio.UnixFDList.new()
+    for _ in range(16):
+        fds16.append(fd)
+    t = time.monotonic()
+    try:
+        c.c.call_with_unix_fd_list_sync(NAME, MP, PEER, "Ping", None, None, 0, 5000, fds16, None)
+        e = None
+    except GLib.Error as x:
+        e = f"{err_name(x)}: {x.message[:160]}"
+    emit("PING16", {"call": e or "ok", "seconds": round(time.monotonic() - t, 3)})
+    sys.stdin.readline()
+    st = dict(fl.st)
+    if via == "direct":
+        st["ended_by_fhashd"] = fl.eof()
+        fl.close_all()
+    else:
+        fl.close()
+    os.close(fd)
+    srv.terminate()
+    srv.wait()
+    emit("RESULT", st)
 
 
 ROLES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("role_")}

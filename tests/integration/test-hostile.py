@@ -3,8 +3,8 @@
 """test-hostile.py: fhashd on a real system bus against hostile local users (issues 13 and 24).
 
 Every finding of the adversarial reviews (../shared/reviews/security-2026-11-23.md: H1-I2;
-security-2026-11-26.md: N1-N2) is a subtest, selectable by name:
-test-hostile.py [H1 H2 ... I2 N1 N2]  (all when none is named);
+security-2026-11-26.md: N1-N3) is a subtest, selectable by name:
+test-hostile.py [H1 H2 ... I2 N1 N2 N3]  (all when none is named);
 test-hostile.py --dfuzzer runs dfuzzer against fhashd instead (the 'hostile-dfuzzer' test).
 
 Set-up, as the system runs it:
@@ -1296,7 +1296,7 @@ def sub_I2(env, s):
 
 
 # =====================================================================================================
-# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1-N2).
+# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1-N3).
 # These fail on fhashd as of 79159ff: see each subtest's docstring for how.
 
 def settle_fds(d, limit, seconds=FD_SETTLE_S):
@@ -1305,6 +1305,14 @@ def settle_fds(d, limit, seconds=FD_SETTLE_S):
     while time.monotonic() < deadline and (d.fds() or 0) > limit:
         time.sleep(0.1)
     return d.fds()
+
+
+def nofile_of(pid):
+    """The soft RLIMIT_NOFILE of pid, from /proc/PID/limits."""
+    for line in read(f"/proc/{pid}/limits").splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    return None
 
 
 def check_bus_ping_fds(env, s, what="nobody's 16-fd Peer.Ping on the bus"):
@@ -1455,6 +1463,71 @@ def sub_N2(env, s):
             a.send("release")  # the leases were held until now, while root's files were hashed
             a.expect("RELEASED", 10)
             s.check_ping(w, t0)
+            s.check_end(d, w, base)
+        d.kill()
+
+
+# Copies of the FUSE fd (total, copies a message): the closer's 64 children held; then fhashd's fd
+# table (RLIMIT_NOFILE is 20,000 here, 65,536 under the unit); then messages of one copy, as the
+# review's t_closer_kill.py, for what room is left.
+N3_STAGES = ((1000, 250), (20000, 250), (21200, 1))
+N3_NOFILE_MARGIN = 0.05    # fhashd's fds never come within this share of its RLIMIT_NOFILE
+
+
+def sub_N3(env, s):
+    """Copies of a FUSE fd whose FLUSH never ends, past what the closer holds: direct and bus.
+
+    At 79159ff every copy waits in fhashd's fd table for one of the closer's 64 children: 20,000
+    copies fill the table, root's calls that pass fds get Busy, and the next 16-fd message on the
+    bus costs fhashd its bus connection (exit)."""
+    if env.userns_skip or env.fuse_skip:
+        s.skipped = env.fuse_skip or env.userns_skip
+        return
+    work = os.path.join(env.tmp, "userns-n3")
+    os.makedirs(work, exist_ok=True)
+    os.chown(work, 65534, 65534)
+    for via in ("direct", "bus"):
+        s.part = via
+        d, base = start(env, s)
+        nofile = nofile_of(d.pid)
+        with Watch(env, d) as w:
+            t0 = time.monotonic()
+            a = env.role("closer-flood", [via, ",".join(f"{t}:{n}" for t, n in N3_STAGES), work])
+            srv = a.expect("SERVER", 20) or {}
+            if srv.get("pid"):
+                env.procs.insert(0, PidProc(srv["pid"]))
+            if not str(srv.get("said", "")).startswith("READY"):
+                s.skipped = f"nobody could not mount FUSE in a user namespace: {srv or a.stderr()[-300:]}"
+                return
+            for total, _ in N3_STAGES:
+                st = a.expect("STAGE", 180) or {"error": f"no answer: {a.stderr()[-300:]}"}
+                st.update(fhashd_fds=d.fds(), closer_children_waiting=len(waiting_closer_children(d.pid)))
+                s.fig(f"{total} copies", st)
+                if d.alive():
+                    s.check_victim(env.victim(), f"victim after {total} copies")
+                a.send("go")
+            p16 = a.expect("PING16", 30) or {"call": "no answer"}
+            s.fig("nobody's 16-copy Peer.Ping on the bus", p16)
+            s.expect(p16.get("call") == "ok" or error_name(p16.get("call")) in DOCUMENTED_ERRORS,
+                     f"nobody's 16-copy Peer.Ping on the bus: {p16}")
+            s.expect(p16.get("seconds", 99) <= CALL_S * env.slow,
+                     f"nobody's 16-copy Peer.Ping took {p16.get('seconds')} s")
+            time.sleep(1)
+            if d.alive():
+                s.check_victim(env.victim(), "victim after the bus Ping")
+                check_victim3(env, s)
+            s.check_ping(w, t0)
+            # Sampled every 100 ms (Watch: the entries of /proc/PID/fd); the copies stay while their
+            # closes wait, so a table that fills stays full long enough to be seen.
+            s.fig("fd peak", f"{w.fd_peak} of RLIMIT_NOFILE {nofile}")
+            s.expect(nofile and w.fd_peak < (1 - N3_NOFILE_MARGIN) * nofile,
+                     f"fhashd's fds reached {w.fd_peak} of its RLIMIT_NOFILE {nofile}")
+            a.send("stop")
+            res = a.expect("RESULT", 30) or {"error": f"no result: {a.stderr()[-300:]}"}
+            s.fig("flood", res)
+            if via == "direct":
+                s.expect(res.get("dropped", 0) > 0 or res.get("ended_by_fhashd"),
+                         f"fhashd never ended the flooding direct connection: {res}")
             s.check_end(d, w, base)
         d.kill()
 
