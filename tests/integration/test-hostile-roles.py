@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""test-hostile-roles.py: the processes of test-hostile.py (attackers, the root victim, FUSE servers)
-and the Gio client they share.
+"""test-hostile-roles.py: the processes of test-hostile.py (attackers, the root victim, FUSE servers,
+the load test's clients) and the Gio client they share.
 
 Each role runs in its own process, as the user test-hostile.py chose (nobody, uid 1 or root):
     /usr/bin/python3 test-hostile-roles.py ROLE ARGS...
@@ -994,7 +994,7 @@ def role_keepjobs(args):
     iterate_until(lambda: False, hold)
 
 
-# ---- issue 24: N1-N3 of the 2026-11-26 review ----
+# ---- issue 24: N1-N3 of the 2026-11-26 review, and the load test ----
 
 MALFORMED = ("utf8", "path", "nul", "signature")
 
@@ -1422,6 +1422,199 @@ def role_closer_flood(args):
     srv.terminate()
     srv.wait()
     emit("RESULT", st)
+
+
+def percentile(xs, p):
+    """The p-th percentile (nearest rank) of xs."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[max(0, min(len(xs) - 1, -(-len(xs) * p // 100) - 1))]
+
+
+def load_batch(rng, files):
+    """A job of the load test: eight 4 KiB files, or a 1 MiB one with four 4 KiB ones, or (one time in
+    ten, where the uid has them) a 20 MiB file."""
+    small = [p for p, v in files.items() if v["size"] <= 4096]
+    mid = [p for p, v in files.items() if 4096 < v["size"] <= 1 << 20]
+    big = [p for p, v in files.items() if v["size"] > 1 << 20]
+    x = rng.random()
+    if big and x < 0.1:
+        return [rng.choice(big)]
+    if x < 0.4:
+        return [rng.choice(mid)] + rng.sample(small, 4)
+    return rng.sample(small, 8)
+
+
+class LoadTally:
+    def __init__(self):
+        self.st = {"jobs": 0, "files": 0, "bytes": 0, "wrong": 0, "lost": 0, "failed": {}, "refused": {},
+                   "first_problems": [], "job_ms": []}
+
+    def problem(self, kind, what, detail):
+        if isinstance(self.st[kind], dict):
+            self.st[kind][what] = self.st[kind].get(what, 0) + 1
+        else:
+            self.st[kind] += 1
+        if len(self.st["first_problems"]) < 5:
+            self.st["first_problems"].append(f"{kind}: {detail}"[:240])
+
+    def ok(self, size):
+        self.st["files"] += 1
+        self.st["bytes"] += size
+
+    def result(self):
+        ms = self.st.pop("job_ms")
+        self.st["job_p50_ms"], self.st["job_p99_ms"] = percentile(ms, 50), percentile(ms, 99)
+        self.st["uid"] = os.getuid()
+        return self.st
+
+
+def role_load(args):
+    """One uid of the load test: jobs of its own files (load_batch()) streamed for seconds s after a
+    line on stdin, one in flight at a time on a bus connection and one on a direct connection, every
+    digest checked against the manifest (path -> size, sha256) the test wrote; then up to drain s for
+    what is in flight. Lost: a job accepted that never finished, or an input without a result."""
+    manifest, seconds, drain = args[0], float(args[1]), float(args[2])
+    with open(manifest) as fh:
+        files = json.load(fh)
+    rng = random.Random(os.getuid())
+    c = Conn.system()
+    conns = {"bus": c, "direct": Conn.direct(c.open_connection())}
+    tally = LoadTally()
+    inflight = {}
+
+    def submit(name):
+        paths = load_batch(rng, files)
+        fds = [os.open(p, os.O_RDONLY) for p in paths]
+        t = time.monotonic()
+        j, e, _ = try_call(lambda: conns[name].hash_fds(fds, timeout=30000))
+        for fd in fds:
+            os.close(fd)
+        if j:
+            inflight[name] = (j, paths, t)
+            tally.st["jobs"] += 1
+        else:
+            tally.problem("refused", e.split(":")[0], f"{name}: {e}")
+            time.sleep(0.05)
+
+    def collect(name):
+        j, paths, t = inflight.pop(name)
+        conn = conns[name]
+        tally.st["job_ms"].append(round((conn.finished_at.pop(j) - t) * 1000, 1))
+        conn.finished.pop(j)
+        res = conn.results.pop(j, {})
+        for i, p in enumerate(paths):
+            r = res.get(i)
+            if r is None:
+                tally.problem("lost", "", f"{name} {j}: no result for input {i} ({p})")
+            elif r[3]:
+                tally.problem("failed", r[3].split(":")[0], f"{name} {p}: {r[3]}")
+            elif r[2] != files[p]["sha256"] or r[1] != files[p]["size"]:
+                tally.problem("wrong", "", f"{name} {p}: {r[1]} bytes, {r[2]}")
+            else:
+                tally.ok(files[p]["size"])
+
+    def done(name):
+        return name in inflight and inflight[name][0] in conns[name].finished
+
+    emit("READY")
+    sys.stdin.readline()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for name in conns:
+            if name not in inflight:
+                submit(name)
+        iterate_until(lambda: any(done(n) for n in conns), max(0.0, min(1.0, end - time.monotonic())))
+        for name in conns:
+            if done(name):
+                collect(name)
+    iterate_until(lambda: all(done(n) for n in inflight), drain)
+    for name in list(inflight):
+        if done(name):
+            collect(name)
+        else:
+            tally.problem("lost", "", f"{name} {inflight.pop(name)[0]}: not finished {drain} s after the end")
+    emit("RESULT", tally.result())
+
+
+def role_load_ctl(args):
+    """One uid of the load test through fhashctl: `fhashctl --daemon hash` of load_batch() files, on
+    a direct connection and with --no-direct in turn, for seconds s after a line on stdin, each
+    output line checked against the manifest."""
+    import subprocess
+    manifest, seconds, fhashctl = args[0], float(args[1]), args[2]
+    with open(manifest) as fh:
+        files = json.load(fh)
+    rng = random.Random(os.getuid())
+    tally = LoadTally()
+    emit("READY")
+    sys.stdin.readline()
+    end = time.monotonic() + seconds
+    k = 0
+    while time.monotonic() < end:
+        paths = load_batch(rng, files)
+        cmd = [fhashctl, "--daemon"] + (["--no-direct"] if k % 2 else []) + ["hash"] + paths
+        k += 1
+        t = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            tally.problem("lost", "", f"{' '.join(cmd[1:4])}: no answer in 60 s")
+            continue
+        tally.st["jobs"] += 1
+        tally.st["job_ms"].append(round((time.monotonic() - t) * 1000, 1))
+        got = {}
+        for line in r.stdout.splitlines():
+            digest, _, name = line.partition("  ")
+            got[name] = digest
+        if r.returncode:
+            why = r.stderr.strip().splitlines()
+            tally.problem("failed", f"exit {r.returncode}", why[-1] if why else "")
+        for p in paths:
+            if p not in got:
+                tally.problem("lost", "", f"{p}: not in fhashctl's output (exit {r.returncode})")
+            elif got[p] != files[p]["sha256"]:
+                tally.problem("wrong", "", f"{p}: {got[p]}")
+            else:
+                tally.ok(files[p]["size"])
+    emit("RESULT", tally.result())
+
+
+def role_latency(args):
+    """root during the load test: a HashFds of a 4 KiB file on the bus every interval s for seconds
+    s, each timed from the call to its JobFinished and its digest checked; and, as a control, a
+    Peer.Ping of dbus-daemon itself right after each (what the bus and this process's own scheduling
+    cost, whoever serves the call)."""
+    path, seconds, interval = args[0], float(args[1]), float(args[2])
+    want = sha256_file(path)
+    c = Conn.system()
+    lat, bus, problems = [], [], {}
+    t0 = time.monotonic()
+    k = 0
+    while time.monotonic() - t0 < seconds:
+        fd = os.open(path, os.O_RDONLY)
+        t = time.monotonic()
+        j, e, _ = try_call(lambda: c.hash_fds([fd], timeout=10000))
+        os.close(fd)
+        if j and c.wait([j], 10):
+            lat.append((c.finished_at.pop(j) - t) * 1000)
+            r = c.results.pop(j, {}).get(0)
+            c.finished.pop(j)
+            if not r or r[2] != want:
+                problems[f"wrong: {r}"[:120]] = problems.get(f"wrong: {r}"[:120], 0) + 1
+        else:
+            lat.append((time.monotonic() - t) * 1000)
+            k_ = (e or "not finished in 10 s").split(":")[0]
+            problems[k_] = problems.get(k_, 0) + 1
+        t = time.monotonic()
+        try_call(lambda: c.call("/org/freedesktop/DBus", PEER, "Ping", timeout=10000, dest="org.freedesktop.DBus"))
+        bus.append((time.monotonic() - t) * 1000)
+        k += 1
+        time.sleep(max(0.0, t0 + k * interval - time.monotonic()))
+    emit("RESULT", {"n": len(lat), "p50_ms": round(percentile(lat, 50), 1), "p99_ms": round(percentile(lat, 99), 1),
+                    "max_ms": round(max(lat), 1), "bus_p50_ms": round(percentile(bus, 50), 1),
+                    "bus_p99_ms": round(percentile(bus, 99), 1), "problems": problems})
 
 
 ROLES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("role_")}

@@ -3,9 +3,10 @@
 """test-hostile.py: fhashd on a real system bus against hostile local users (issues 13 and 24).
 
 Every finding of the adversarial reviews (../shared/reviews/security-2026-11-23.md: H1-I2;
-security-2026-11-26.md: N1-N3) is a subtest, selectable by name:
-test-hostile.py [H1 H2 ... I2 N1 N2 N3]  (all when none is named);
+security-2026-11-26.md: N1-N3) is a subtest, and so is the load test of issue 24 (LOAD), selectable
+by name:  test-hostile.py [H1 H2 ... I2 N1 N2 N3 LOAD]  (all when none is named);
 test-hostile.py --dfuzzer runs dfuzzer against fhashd instead (the 'hostile-dfuzzer' test).
+LOAD runs $FHASH_LOAD_S seconds (60 by default; tests/meson.build sets 20 for the suite).
 
 Set-up, as the system runs it:
   - a private mount namespace (unshare --mount): a tmpfs on /run/dbus, the stock system.d and
@@ -17,7 +18,8 @@ Set-up, as the system runs it:
     CAP_IPC_LOCK (setpriv), LimitNOFILE=65536 and LimitMEMLOCK=512M or the hard limit where that is
     lower (printed at the start), --system, its own config file per subtest;
   - attackers run as nobody (and uid 1 for L3) through setpriv; the victim is root, hashing a
-    4 KiB, a 2 MiB and a 3 MB file on the bus while the attack runs;
+    4 KiB, a 2 MiB and a 3 MB file on the bus while the attack runs; LOAD's 32 clients run as uids
+    2001-2032, which get passwd and group entries in the namespace only (dbus-daemon wants them);
   - FUSE: /dev/fuse is made 0666 inside the namespace (a bind-mounted node, as on stock Debian),
     so that nobody can mount FUSE in its own user namespace (H6); M3 mounts one as root with
     allow_other and hands the server to nobody. Without /dev/fuse or user namespaces those
@@ -191,6 +193,7 @@ class Env:
                 run(["mount", "--bind", copy, d])
         self.setup_fuse()
         self.setup_files()
+        self.setup_users()
         env = {k: v for k, v in os.environ.items() if not k.startswith("DBUS_")}
         self.bus = subprocess.Popen(["dbus-daemon", "--system", "--nofork", "--nopidfile", "--print-address=1"],
                                     stdout=subprocess.PIPE, stderr=open(os.path.join(self.tmp, "dbus.log"), "w"),
@@ -247,6 +250,27 @@ class Env:
         for p in glob.glob(os.path.join(HERE, "leakmsg-*.bin")):  # N1's captures, for nobody to send
             shutil.copy(p, self.tmp)
             os.chmod(os.path.join(self.tmp, os.path.basename(p)), 0o644)
+
+    def setup_users(self):
+        """Passwd and group entries for the load test's uids, in this namespace only (copies of
+        /etc/passwd and /etc/group bound over them): dbus-daemon refuses a uid it cannot look up."""
+        for name in ("passwd", "group"):
+            copy = os.path.join(self.tmp, f"etc-{name}")
+            with open(f"/etc/{name}") as f:
+                text = f.read()
+            taken = {int(x.split(":")[2]) for x in text.splitlines() if x.count(":") >= 3}
+            clash = taken.intersection(LOAD_UIDS)
+            if clash:
+                raise RuntimeError(f"/etc/{name} already has ids {sorted(clash)} the load test uses")
+            if not text.endswith("\n"):
+                text += "\n"
+            for uid in LOAD_UIDS:
+                text += (f"fhload{uid}:x:{uid}:{uid}:fhash load test:/nonexistent:/usr/sbin/nologin\n"
+                         if name == "passwd" else f"fhload{uid}:x:{uid}:\n")
+            with open(copy, "w") as f:
+                f.write(text)
+            os.chmod(copy, 0o644)
+            run(["mount", "--bind", copy, f"/etc/{name}"])
 
     def teardown(self):
         self.closing = True
@@ -453,6 +477,8 @@ class Role:
             pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all"]
         elif user == "daemon":
             pre = ["setpriv", "--reuid=daemon", "--regid=daemon", "--clear-groups", "--inh-caps=-all"]
+        elif isinstance(user, int):  # a uid of the load test
+            pre = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all"]
         self.errpath = os.path.join(env.tmp, f"role-{name}-{time.monotonic_ns()}.err")
         e = dict(os.environ, **(extra_env or {}))
         self.proc = subprocess.Popen(pre + ["/usr/bin/python3", env.roles_path, name] + args, stdin=subprocess.PIPE,
@@ -1296,7 +1322,7 @@ def sub_I2(env, s):
 
 
 # =====================================================================================================
-# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1-N3).
+# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1-N3) and the load test.
 # These fail on fhashd as of 79159ff: see each subtest's docstring for how.
 
 def settle_fds(d, limit, seconds=FD_SETTLE_S):
@@ -1530,6 +1556,117 @@ def sub_N3(env, s):
                          f"fhashd never ended the flooding direct connection: {res}")
             s.check_end(d, w, base)
         d.kill()
+
+
+LOAD_UIDS = range(2001, 2033)   # 32 uids, with passwd entries in the namespace only (Env.setup_users)
+LOAD_S = float(os.environ.get("FHASH_LOAD_S") or 60)  # tests/meson.build sets 20 for the suite
+LOAD_INTERVAL_S = 0.1           # root's 4 KiB file, on the bus
+LOAD_P99_MS = 50
+LOAD_DRAIN_S = 30
+LOAD_KEEP_S = 2                 # KeepFinishedSec for the load test
+LOAD_RSS_SLACK_MIB = 8          # fhashd's VmRSS after the load, over what it was before
+
+
+def load_files(env):
+    """Each uid's own files, readable by it alone: 4 KiB and 1 MiB ones, and a 20 MiB one for every
+    fourth uid; a manifest of their sizes and digests. {uid: manifest}."""
+    import hashlib
+    import random
+    rnd = random.Random(24)
+    top = os.path.join(env.tmp, "load")
+    os.makedirs(top, mode=0o755, exist_ok=True)
+    out = {}
+    for k, uid in enumerate(LOAD_UIDS):
+        d = os.path.join(top, str(uid))
+        os.makedirs(d, mode=0o700)
+        files = {}
+        sizes = [4096] * 16 + [1 << 20] * 2 + ([20 << 20] if k % 4 == 0 else [])
+        for i, size in enumerate(sizes):
+            p = os.path.join(d, f"f{i:02d}-{size}")
+            data = rnd.randbytes(size)
+            with open(p, "wb") as f:
+                f.write(data)
+            os.chown(p, uid, uid)
+            os.chmod(p, 0o600)
+            files[p] = {"size": size, "sha256": hashlib.sha256(data).hexdigest()}
+        m = os.path.join(d, "manifest.json")
+        with open(m, "w") as f:
+            json.dump(files, f)
+        os.chown(m, uid, uid)
+        os.chown(d, uid, uid)
+        out[uid] = m
+    return out
+
+
+def sub_LOAD(env, s):
+    """32 uids stream mixed jobs at once (bus and direct, Python and fhashctl): root is served in time.
+
+    Issue 24 item 8: LOAD_S seconds ($FHASH_LOAD_S; 60 by default, 20 in the suite), one root client
+    hashing a 4 KiB file on the bus every 100 ms: its p99 latency <= LOAD_P99_MS, no job lost, wrong,
+    failed or refused, fhashd's fds back at baseline and its VmRSS within LOAD_RSS_SLACK_MIB of it
+    after. At 79159ff root's p99 is 86-307 ms (the bus's own round trip, measured beside it: 15-50 ms)."""
+    manifests = load_files(env)
+    fhashctl = os.environ.get("FHASHCTL") or os.path.join(os.environ.get("FHASH_BUILD_ROOT", ""), "src", "fhashctl")
+    ctl_ok = subprocess.run(["setpriv", f"--reuid={LOAD_UIDS[0]}", f"--regid={LOAD_UIDS[0]}", "--clear-groups",
+                             fhashctl, "--version"], capture_output=True).returncode == 0
+    s.fig("fhashctl", fhashctl if ctl_ok else f"{fhashctl} cannot run as uid {LOAD_UIDS[0]}: Python clients only")
+    # Finished jobs linger KeepFinishedSec (60 s by default) with their results: RSS "after" is taken
+    # once they are gone.
+    d, base = start(env, s, conf=[f"KeepFinishedSec={LOAD_KEEP_S}"])
+    s.fig("seconds of load", LOAD_S)
+    rss_before = d.rss_kib() or 0
+    with Watch(env, d) as w:
+        roles = []
+        for k, uid in enumerate(LOAD_UIDS):
+            if ctl_ok and k % 4 == 3:
+                roles.append(env.role("load-ctl", [manifests[uid], LOAD_S, fhashctl], user=uid))
+            else:
+                roles.append(env.role("load", [manifests[uid], LOAD_S, LOAD_DRAIN_S], user=uid))
+        for r in roles:
+            s.expect(r.expect("READY", 60), f"a load client did not start: {r.stderr()[-300:]}")
+        for r in roles:
+            r.send("go")
+        lat = env.role("latency", [env.f4k, LOAD_S - 1, LOAD_INTERVAL_S], user="root")
+        root = lat.expect("RESULT", LOAD_S + 60) or {"error": f"no result: {lat.stderr()[-300:]}"}
+        results = [r.expect("RESULT", LOAD_DRAIN_S + 60) for r in roles]
+        s.fig("root", root)
+        tot = {"jobs": 0, "files": 0, "bytes": 0, "lost": 0, "wrong": 0, "failed": {}, "refused": {}}
+        problems = []
+        for r, res in zip(roles, results):
+            if not res:
+                s.expect(False, f"a load client gave no result: {r.stderr()[-300:]}")
+                continue
+            for k in ("jobs", "files", "bytes", "lost", "wrong"):
+                tot[k] += res[k]
+            for k in ("failed", "refused"):
+                for e, n in res[k].items():
+                    tot[k][e] = tot[k].get(e, 0) + n
+            problems += [f"uid {res['uid']}: {p}" for p in res["first_problems"]]
+        p99s = sorted(res["job_p99_ms"] for res in results if res and res["job_p99_ms"] is not None)
+        tot["gib"] = round(tot.pop("bytes") / (1 << 30), 2)
+        tot["clients' job p99_ms, median of uids"] = p99s[len(p99s) // 2] if p99s else None
+        s.fig("load", tot)
+        s.fig("first problems", problems[:10])
+        rss_peak = w.rss_peak
+        bound = LOAD_P99_MS * env.slow
+        s.expect(root.get("p99_ms") is not None and root["p99_ms"] <= bound,
+                 f"root's 4 KiB file every {LOAD_INTERVAL_S * 1000:.0f} ms: p99 {root.get('p99_ms')} ms (bound "
+                 f"{bound:.0f} ms; the bus's own round trip p99 {root.get('bus_p99_ms')} ms)")
+        s.expect(not root.get("problems"), f"root's jobs: {root.get('problems')}")
+        s.expect(tot["files"] > 0, "the load clients hashed nothing")
+        s.expect(tot["lost"] == 0 and tot["wrong"] == 0 and not tot["failed"] and not tot["refused"],
+                 f"jobs lost {tot['lost']}, wrong {tot['wrong']}, failed {tot['failed']}, refused {tot['refused']}: "
+                 f"{problems[:3]}")
+        t_end = time.monotonic()
+        s.check_end(d, w, base)
+        time.sleep(max(0.0, t_end + LOAD_KEEP_S + 2 - time.monotonic()))
+        rss_after = d.rss_kib() or 0
+        s.fig("rss_mib", {"before": round(rss_before / 1024, 1), "peak": round(rss_peak / 1024, 1),
+                          "after": round(rss_after / 1024, 1)})
+        if not env.asan:
+            s.expect(rss_after <= rss_before + (LOAD_RSS_SLACK_MIB << 10),
+                     f"fhashd's VmRSS {rss_after >> 10} MiB after the load, {rss_before >> 10} MiB before (slack "
+                     f"{LOAD_RSS_SLACK_MIB} MiB)")
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
