@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""test-hostile-roles.py: the processes of test-hostile.py (attackers, the root victim, FUSE servers)
-and the Gio client they share.
+"""test-hostile-roles.py: the processes of test-hostile.py (attackers, the root victim, FUSE servers,
+the load test's clients) and the Gio client they share.
 
 Each role runs in its own process, as the user test-hostile.py chose (nobody, uid 1 or root):
     /usr/bin/python3 test-hostile-roles.py ROLE ARGS...
@@ -992,6 +992,629 @@ def role_keepjobs(args):
     j3 = c.hash_fds([r, r], max_size=1 << 20)
     emit("READY", {"jobs": [j1, j2, j3]})
     iterate_until(lambda: False, hold)
+
+
+# ---- issue 24: N1-N3 of the 2026-11-26 review, and the load test ----
+
+MALFORMED = ("utf8", "path", "nul", "signature")
+
+
+def ping_blob(serial, nfds, dest=None, kind="valid"):
+    """A Peer.Ping (no reply expected) that declares the nfds fds it carries (UNIX_FDS); kind, other
+    than "valid", makes its header one that sd-bus refuses: utf8 (a byte of the object path that is
+    not UTF-8), path (an invalid object path), nul (the path's string without its terminating NUL),
+    signature (an invalid SIGNATURE field, for a body that has one)."""
+    m = Gio.DBusMessage.new_method_call(dest, MP, PEER, "Ping")
+    m.set_serial(serial)
+    m.set_flags(Gio.DBusMessageFlags.NO_REPLY_EXPECTED)
+    if kind == "signature":
+        m.set_body(GLib.Variant("(s)", ("x",)))
+    if nfds:
+        fl = Gio.UnixFDList.new()
+        r, w = os.pipe()
+        for _ in range(nfds):
+            fl.append(r)
+        os.close(r)
+        os.close(w)
+        m.set_unix_fd_list(fl)
+    b = m.to_blob(Gio.DBusCapabilityFlags.UNIX_FD_PASSING)
+    swap = {"valid": (b"", b""),
+            "utf8": (MP.encode(), b"/org/fhash/Hasher\xc3"),
+            "path": (MP.encode(), b"/org//hash/Hasher1"),
+            "nul": (MP.encode() + b"\0", b"/org/fhash/Hasher1x"),
+            "signature": (b"\x08\x01g\x00\x01s\x00", b"\x08\x01g\x00\x01{\x00")}[kind]
+    if kind != "valid":
+        assert swap[0] in b, kind
+        b = b.replace(swap[0], swap[1], 1)
+    return b
+
+
+def declared_fds(b):
+    """The UNIX_FDS header field of a little-endian message (0 without one)."""
+    i = b.find(b"\x09\x01u\x00", 16)
+    return struct.unpack_from("<I", b, i + 4)[0] if i >= 0 else 0
+
+
+class DirectFlood:
+    """Raw direct connections that carry a flood: a new one (OpenConnection) whenever fhashd ends
+    the last; what happened counted. A send that waits SEND_TIMEOUT_S means fhashd stopped reading."""
+    SEND_TIMEOUT_S = 5
+
+    def __init__(self, conn, spares=0):
+        self.conn = conn
+        self.s = None
+        self.st = {"messages": 0, "fds": 0, "connections": 0, "dropped": 0, "stalled": False, "errors": {}}
+        # Connections opened before the flood, taken in turn when fhashd ends one: OpenConnection may
+        # no longer be possible then (it needs fds of fhashd's own).
+        self.spares = [x for x in (self._open() for _ in range(spares)) if x]
+
+    def _count(self, what):
+        self.st["errors"][what] = self.st["errors"].get(what, 0) + 1
+
+    def connect(self):
+        self.s = self.spares.pop(0) if self.spares else self._open()
+        return self.s is not None
+
+    def _open(self):
+        v, e, _ = try_call(lambda: self.conn.open_connection())
+        if e:
+            self._count("OpenConnection " + e.split(":")[0])
+            return None
+        s = socket.socket(fileno=v)
+        s.settimeout(self.SEND_TIMEOUT_S)
+        try:
+            raw_auth(s)
+            # One answered call first: fhashd is past the handshake (fds that come with it end the
+            # connection instead), so every fd after it reaches the message reader.
+            s.sendall(blob(None, MP, PEER, "Ping", 1))
+            if not s.recv(4096):
+                raise ConnectionResetError("closed after the first Ping")
+        except (OSError, RuntimeError) as e:
+            self._count(f"handshake {type(e).__name__}")
+            s.close()
+            return None
+        self.st["connections"] += 1
+        return s
+
+    def send(self, data, fds):
+        """True once sent; False when no connection takes it (refused, or fhashd stopped reading)."""
+        for _ in range(3):
+            if self.s is None and not self.connect():
+                return False
+            try:
+                send_fds(self.s, data, fds)
+                self.st["messages"] += 1
+                self.st["fds"] += len(fds)
+                return True
+            except socket.timeout:
+                self.st["stalled"] = True
+                self.close()
+                return False
+            except OSError as e:
+                self.st["dropped"] += 1
+                self._count(type(e).__name__)
+                self.close()
+        return False
+
+    def eof(self):
+        """Whether fhashd ended the current connection (what it wrote is read and dropped)."""
+        if self.s is None:
+            return True
+        try:
+            self.s.setblocking(False)
+            while True:
+                d = self.s.recv(65536)
+                if not d:
+                    return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        finally:
+            if self.s is not None:
+                self.s.settimeout(self.SEND_TIMEOUT_S)
+
+    def close(self):
+        if self.s is not None:
+            self.s.close()
+            self.s = None
+
+    def close_all(self):
+        self.close()
+        for x in self.spares:
+            x.close()
+        self.spares = []
+
+
+def role_hdrflood(args):
+    """nobody: on direct connections, n_msgs messages of per fds each, then topup messages of one fd,
+    all of them declaring the fds they carry with a header sd-bus refuses (each kind of ping_blob()
+    in turn); a new connection whenever fhashd ends one."""
+    n_msgs, per, topup, path = int(args[0]), int(args[1]), int(args[2]), args[3]
+    f = os.open(path, os.O_RDONLY)
+    c = Conn.system()
+    fl = DirectFlood(c)
+    blobs = {(k, n): ping_blob(2, n, kind=k) for k in MALFORMED for n in (per, 1)}
+    t = time.monotonic()
+    for i in range(n_msgs + topup):
+        n = per if i < n_msgs else 1
+        if not fl.send(blobs[(MALFORMED[i % len(MALFORMED)], n)], [f] * n):
+            break
+    time.sleep(1)
+    fl.st["ended_by_fhashd"] = fl.eof()
+    fl.close()
+    fl.st["seconds"] = round(time.monotonic() - t, 2)
+    emit("RESULT", fl.st)
+
+
+def role_replay(args):
+    """nobody: each message (a file holding a captured one, or gen:KIND:N for ping_blob(KIND) with N
+    fds) alone on a fresh direct connection with the fds its header declares attached, on a line of
+    stdin each; the connection is closed again before SENT."""
+    c = Conn.system()
+    f = os.open("/dev/null", os.O_RDONLY)
+    for item in args:
+        if item.startswith("gen:"):
+            _, kind, n = item.split(":")
+            data = ping_blob(2, int(n), kind=kind)
+        else:
+            with open(item, "rb") as fh:
+                data = fh.read()
+        n = declared_fds(data)
+        sys.stdin.readline()
+        fl = DirectFlood(c)
+        ok = fl.send(data, [f] * n)
+        time.sleep(0.3)
+        ended = fl.eof()
+        fl.close()
+        emit("SENT", {"message": os.path.basename(item), "fds": n, "sent": ok, "ended_by_fhashd": ended,
+                      "errors": fl.st["errors"]})
+
+
+def role_ping_fds(args):
+    """Peer.Ping to fhashd on the bus with n fds of path attached (16 is the system bus's maximum)."""
+    n, path = int(args[0]), args[1]
+    c = Conn.system()
+    f = os.open(path, os.O_RDONLY)
+    fl = Gio.UnixFDList.new()
+    for _ in range(n):
+        fl.append(f)
+    t = time.monotonic()
+    try:
+        c.c.call_with_unix_fd_list_sync(NAME, MP, PEER, "Ping", None, None, 0, 5000, fl, None)
+        e = None
+    except GLib.Error as x:
+        e = f"{err_name(x)}: {x.message[:160]}"
+    emit("RESULT", {"call": e or "ok", "seconds": round(time.monotonic() - t, 3)})
+
+
+class BusFlood:
+    """A raw bus connection that sends without waiting for replies; what comes back is read now and
+    then and counted (error replies by name)."""
+
+    def __init__(self):
+        self.s = raw_bus()
+        self.s.settimeout(DirectFlood.SEND_TIMEOUT_S)
+        self.buf = b""
+        self.st = {"messages": 0, "fds": 0, "stalled": False, "errors": {}, "closed": False}
+        # dbus-daemon may read the end of the handshake and what follows it in one read(), which
+        # drops the fds that came with it (and then the connection, for a message short of its
+        # fds): nothing is sent before the reply to Hello.
+        while not any(m.get_message_type() == Gio.DBusMessageType.METHOD_RETURN for m in self._frame()):
+            d = self.s.recv(65536)
+            if not d:
+                raise ConnectionResetError("dbus-daemon ended the connection before Hello's reply")
+            self.buf += d
+
+    def _frame(self):
+        """The whole messages at the start of buf, taken out of it."""
+        out = []
+        while len(self.buf) >= 16:
+            need = Gio.DBusMessage.bytes_needed(self.buf[:16])
+            if len(self.buf) < need:
+                break
+            out.append(Gio.DBusMessage.new_from_blob(self.buf[:need], Gio.DBusCapabilityFlags.UNIX_FD_PASSING))
+            self.buf = self.buf[need:]
+        return out
+
+    def send(self, data, fds):
+        try:
+            send_fds(self.s, data, fds)
+        except socket.timeout:
+            self.st["stalled"] = True
+            return False
+        except OSError as e:
+            self.st["closed"] = str(e)
+            return False
+        self.st["messages"] += 1
+        self.st["fds"] += len(fds)
+        if self.st["messages"] % 16 == 0:
+            self.drain()
+        return True
+
+    def drain(self):
+        self.s.setblocking(False)
+        try:
+            while True:
+                d = self.s.recv(1 << 20)
+                if not d:
+                    self.st["closed"] = "end of input"
+                    break
+                self.buf += d
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            self.st["closed"] = str(e)
+        self.s.settimeout(DirectFlood.SEND_TIMEOUT_S)
+        for m in self._frame():
+            if m.get_message_type() == Gio.DBusMessageType.ERROR:
+                k = m.get_error_name()
+                self.st["errors"][k] = self.st["errors"].get(k, 0) + 1
+
+    def close(self):
+        self.drain()
+        self.s.close()
+
+
+def role_bus_fdflood(args):
+    """nobody: on the bus, n messages to fhashd with 16 fds each and no reply expected, which fhashd
+    must close: Peer.Pings with 16 fds of null, and HashFds calls naming one fd of good with 15 more of
+    it attached."""
+    n, null, good = int(args[0]), args[1], args[2]
+    fn, fg = os.open(null, os.O_RDONLY), os.open(good, os.O_RDONLY)
+    bf = BusFlood()
+    ping = ping_blob(2, 16, dest=NAME)
+    m = Gio.DBusMessage.new_method_call(NAME, MP, MI, "HashFds")
+    m.set_serial(3)
+    m.set_flags(Gio.DBusMessageFlags.NO_REPLY_EXPECTED)
+    m.set_body(GLib.Variant("(ahsa{sv})", ([0], "sha256", {})))
+    fl = Gio.UnixFDList.new()
+    r, w = os.pipe()
+    for _ in range(16):
+        fl.append(r)
+    os.close(r)
+    os.close(w)
+    m.set_unix_fd_list(fl)
+    hashfds = m.to_blob(Gio.DBusCapabilityFlags.UNIX_FD_PASSING)
+    t = time.monotonic()
+    for i in range(n):
+        if not (bf.send(ping, [fn] * 16) if i % 2 == 0 else bf.send(hashfds, [fg] * 16)):
+            break
+    time.sleep(1)
+    bf.close()
+    bf.st["seconds"] = round(time.monotonic() - t, 2)
+    emit("RESULT", bf.st)
+
+
+def role_lease(args):
+    """nobody: n files of its own (1 MiB, written, synced and dropped from the page cache, mode 0666),
+    each opened read-only with a write lease (F_SETLEASE F_WRLCK; SIGIO ignored), one HashFds per file
+    (strategy direct, or auto, which reads a cold file directly) on the bus or a direct connection.
+    Waits up to hold s for its jobs (RESULT), and on a line of stdin lets the leases go (F_UNLCK: a
+    process waiting to break one goes on; so does SIGTERM)."""
+    import fcntl
+    import signal
+    via, strategy, n, workdir, hold = args[0], args[1], int(args[2]), args[3], float(args[4])
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+    fds, want = [], []
+    for i in range(n):
+        p = os.path.join(workdir, f"lease-{os.getpid()}-{i}")
+        data = os.urandom(1 << 20)
+        with open(p, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # Writable by others: fhashd (no CAP_FOWNER) may ask the page cache about another user's file
+        # only if it could write it (cachestat(2), mincore(2) since Linux 5.0 tell the truth only
+        # then); otherwise AUTO takes it as cached and never reads it with O_DIRECT.
+        os.chmod(p, 0o666)
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+        except OSError as e:
+            emit("ERROR", f"F_SETLEASE F_WRLCK: {e}")
+            return
+        fds.append(fd)
+        want.append(sha256_bytes(data))
+
+    def release():
+        for fd in fds:
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+            except OSError:
+                pass
+    signal.signal(signal.SIGTERM, lambda *a: (release(), os._exit(0)))
+    c = Conn.system()
+    conn = c if via == "bus" else Conn.direct(c.open_connection())
+    kw = {} if strategy == "auto" else {"strategy": strategy}
+    jobs = []
+    for fd in fds:
+        t = time.monotonic()
+        j, e, _ = try_call(lambda: conn.hash_fds([fd], timeout=int(hold * 1000), **kw))
+        jobs.append((j, e, t))
+    emit("READY", {"files": n, "calls": [e or "ok" for j, e, t in jobs]})
+    conn.wait([j for j, e, t in jobs if j], hold)
+    out = []
+    for i, (j, e, t) in enumerate(jobs):
+        if not j:
+            out.append({"call": e})
+        elif j in conn.finished:
+            r = conn.results.get(j, {}).get(0)
+            out.append({"seconds": round(conn.finished_at[j] - t, 3), "digest_ok": bool(r and r[2] == want[i]),
+                        "error": r[3] if r else "no result"})
+        else:
+            out.append({"seconds": None, "error": f"not finished after {hold} s"})
+    emit("RESULT", out)
+    sys.stdin.readline()
+    release()
+    emit("RELEASED")
+    iterate_until(lambda: all(j in conn.finished for j, e, t in jobs if j), 60)
+
+
+def start_userns_fuse(workdir):
+    """A FUSE server in nobody's own user and mount namespace (role fuse-server, mode
+    hang-flush-foreign: FLUSH is answered only to the server's own user and to dbus-daemon) and one
+    fd of its file: (server process, its first line, the fd or None)."""
+    import subprocess
+    mnt = os.path.join(workdir, f"m{os.getpid()}")
+    os.makedirs(mnt, exist_ok=True)
+    a, b = socket.socketpair()
+    env = dict(os.environ, USERNS="1", SENDFD=str(b.fileno()))
+    srv = subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "fuse-server", mnt, "hang-flush-foreign"],
+                           env=env, pass_fds=[b.fileno()], stdout=subprocess.PIPE, text=True)
+    b.close()
+    line = srv.stdout.readline().strip()
+    if not line.startswith("READY"):
+        return srv, line or "the FUSE server died", None
+    _, anc, _, _ = a.recvmsg(1, socket.CMSG_LEN(4))
+    a.close()
+    return srv, line, array.array("i", anc[0][2])[0]
+
+
+def role_closer_flood(args):
+    """nobody, with no help from root: copies of one fd of a file on its own FUSE mount whose server
+    never answers fhashd's FLUSH, so that no close of one ever ends, sent in Peer.Pings (no reply
+    expected): via direct, on direct connections (three spares opened first, then OpenConnection,
+    whenever fhashd ends one); via bus, on a raw bus connection (16 fds a message at most). stages:
+    TOTAL:PER,... (PER copies a message until TOTAL were sent); after each, STAGE and a line of stdin.
+    Then a Peer.Ping on the bus with 16 copies (PING16); on a line of stdin the server stops (RESULT)."""
+    via, workdir = args[0], args[2]
+    stages = [tuple(int(y) for y in x.split(":")) for x in args[1].split(",")]
+    srv, line, fd = start_userns_fuse(workdir)
+    emit("SERVER", {"pid": srv.pid, "said": line})
+    if fd is None:
+        return
+    c = Conn.system()
+    fl = DirectFlood(c, spares=3) if via == "direct" else BusFlood()
+    t = time.monotonic()
+    going = True
+    for total, per in stages:
+        per = per if via == "direct" else min(per, 16)
+        data = ping_blob(2, per, dest=None if via == "direct" else NAME)
+        while going and fl.st["fds"] < total:
+            going = fl.send(data, [fd] * per)
+        st = dict(fl.st, seconds=round(time.monotonic() - t, 2))
+        if via == "direct":
+            st["ended_by_fhashd"] = fl.eof()
+        else:
+            fl.drain()
+        emit("STAGE", st)
+        sys.stdin.readline()
+    fds16 = Gio.UnixFDList.new()
+    for _ in range(16):
+        fds16.append(fd)
+    t = time.monotonic()
+    try:
+        c.c.call_with_unix_fd_list_sync(NAME, MP, PEER, "Ping", None, None, 0, 5000, fds16, None)
+        e = None
+    except GLib.Error as x:
+        e = f"{err_name(x)}: {x.message[:160]}"
+    emit("PING16", {"call": e or "ok", "seconds": round(time.monotonic() - t, 3)})
+    sys.stdin.readline()
+    st = dict(fl.st)
+    if via == "direct":
+        st["ended_by_fhashd"] = fl.eof()
+        fl.close_all()
+    else:
+        fl.close()
+    os.close(fd)
+    srv.terminate()
+    srv.wait()
+    emit("RESULT", st)
+
+
+def percentile(xs, p):
+    """The p-th percentile (nearest rank) of xs."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[max(0, min(len(xs) - 1, -(-len(xs) * p // 100) - 1))]
+
+
+def load_batch(rng, files):
+    """A job of the load test: eight 4 KiB files, or a 1 MiB one with four 4 KiB ones, or (one time in
+    ten, where the uid has them) a 20 MiB file."""
+    small = [p for p, v in files.items() if v["size"] <= 4096]
+    mid = [p for p, v in files.items() if 4096 < v["size"] <= 1 << 20]
+    big = [p for p, v in files.items() if v["size"] > 1 << 20]
+    x = rng.random()
+    if big and x < 0.1:
+        return [rng.choice(big)]
+    if x < 0.4:
+        return [rng.choice(mid)] + rng.sample(small, 4)
+    return rng.sample(small, 8)
+
+
+class LoadTally:
+    def __init__(self):
+        self.st = {"jobs": 0, "files": 0, "bytes": 0, "wrong": 0, "lost": 0, "failed": {}, "refused": {},
+                   "first_problems": [], "job_ms": []}
+
+    def problem(self, kind, what, detail):
+        if isinstance(self.st[kind], dict):
+            self.st[kind][what] = self.st[kind].get(what, 0) + 1
+        else:
+            self.st[kind] += 1
+        if len(self.st["first_problems"]) < 5:
+            self.st["first_problems"].append(f"{kind}: {detail}"[:240])
+
+    def ok(self, size):
+        self.st["files"] += 1
+        self.st["bytes"] += size
+
+    def result(self):
+        ms = self.st.pop("job_ms")
+        self.st["job_p50_ms"], self.st["job_p99_ms"] = percentile(ms, 50), percentile(ms, 99)
+        self.st["uid"] = os.getuid()
+        return self.st
+
+
+def role_load(args):
+    """One uid of the load test: jobs of its own files (load_batch()) streamed for seconds s after a
+    line on stdin, one in flight at a time on a bus connection and one on a direct connection, every
+    digest checked against the manifest (path -> size, sha256) the test wrote; then up to drain s for
+    what is in flight. Lost: a job accepted that never finished, or an input without a result."""
+    manifest, seconds, drain = args[0], float(args[1]), float(args[2])
+    with open(manifest) as fh:
+        files = json.load(fh)
+    rng = random.Random(os.getuid())
+    c = Conn.system()
+    conns = {"bus": c, "direct": Conn.direct(c.open_connection())}
+    tally = LoadTally()
+    inflight = {}
+
+    def submit(name):
+        paths = load_batch(rng, files)
+        fds = [os.open(p, os.O_RDONLY) for p in paths]
+        t = time.monotonic()
+        j, e, _ = try_call(lambda: conns[name].hash_fds(fds, timeout=30000))
+        for fd in fds:
+            os.close(fd)
+        if j:
+            inflight[name] = (j, paths, t)
+            tally.st["jobs"] += 1
+        else:
+            tally.problem("refused", e.split(":")[0], f"{name}: {e}")
+            time.sleep(0.05)
+
+    def collect(name):
+        j, paths, t = inflight.pop(name)
+        conn = conns[name]
+        tally.st["job_ms"].append(round((conn.finished_at.pop(j) - t) * 1000, 1))
+        conn.finished.pop(j)
+        res = conn.results.pop(j, {})
+        for i, p in enumerate(paths):
+            r = res.get(i)
+            if r is None:
+                tally.problem("lost", "", f"{name} {j}: no result for input {i} ({p})")
+            elif r[3]:
+                tally.problem("failed", r[3].split(":")[0], f"{name} {p}: {r[3]}")
+            elif r[2] != files[p]["sha256"] or r[1] != files[p]["size"]:
+                tally.problem("wrong", "", f"{name} {p}: {r[1]} bytes, {r[2]}")
+            else:
+                tally.ok(files[p]["size"])
+
+    def done(name):
+        return name in inflight and inflight[name][0] in conns[name].finished
+
+    emit("READY")
+    sys.stdin.readline()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for name in conns:
+            if name not in inflight:
+                submit(name)
+        iterate_until(lambda: any(done(n) for n in conns), max(0.0, min(1.0, end - time.monotonic())))
+        for name in conns:
+            if done(name):
+                collect(name)
+    iterate_until(lambda: all(done(n) for n in inflight), drain)
+    for name in list(inflight):
+        if done(name):
+            collect(name)
+        else:
+            tally.problem("lost", "", f"{name} {inflight.pop(name)[0]}: not finished {drain} s after the end")
+    emit("RESULT", tally.result())
+
+
+def role_load_ctl(args):
+    """One uid of the load test through fhashctl: `fhashctl --daemon hash` of load_batch() files, on
+    a direct connection and with --no-direct in turn, for seconds s after a line on stdin, each
+    output line checked against the manifest."""
+    import subprocess
+    manifest, seconds, fhashctl = args[0], float(args[1]), args[2]
+    with open(manifest) as fh:
+        files = json.load(fh)
+    rng = random.Random(os.getuid())
+    tally = LoadTally()
+    emit("READY")
+    sys.stdin.readline()
+    end = time.monotonic() + seconds
+    k = 0
+    while time.monotonic() < end:
+        paths = load_batch(rng, files)
+        cmd = [fhashctl, "--daemon"] + (["--no-direct"] if k % 2 else []) + ["hash"] + paths
+        k += 1
+        t = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            tally.problem("lost", "", f"{' '.join(cmd[1:4])}: no answer in 60 s")
+            continue
+        tally.st["jobs"] += 1
+        tally.st["job_ms"].append(round((time.monotonic() - t) * 1000, 1))
+        got = {}
+        for line in r.stdout.splitlines():
+            digest, _, name = line.partition("  ")
+            got[name] = digest
+        if r.returncode:
+            why = r.stderr.strip().splitlines()
+            tally.problem("failed", f"exit {r.returncode}", why[-1] if why else "")
+        for p in paths:
+            if p not in got:
+                tally.problem("lost", "", f"{p}: not in fhashctl's output (exit {r.returncode})")
+            elif got[p] != files[p]["sha256"]:
+                tally.problem("wrong", "", f"{p}: {got[p]}")
+            else:
+                tally.ok(files[p]["size"])
+    emit("RESULT", tally.result())
+
+
+def role_latency(args):
+    """root during the load test: a HashFds of a 4 KiB file on the bus every interval s for seconds
+    s, each timed from the call to its JobFinished and its digest checked; and, as a control, a
+    Peer.Ping of dbus-daemon itself right after each (what the bus and this process's own scheduling
+    cost, whoever serves the call)."""
+    path, seconds, interval = args[0], float(args[1]), float(args[2])
+    want = sha256_file(path)
+    c = Conn.system()
+    lat, bus, problems = [], [], {}
+    t0 = time.monotonic()
+    k = 0
+    while time.monotonic() - t0 < seconds:
+        fd = os.open(path, os.O_RDONLY)
+        t = time.monotonic()
+        j, e, _ = try_call(lambda: c.hash_fds([fd], timeout=10000))
+        os.close(fd)
+        if j and c.wait([j], 10):
+            lat.append((c.finished_at.pop(j) - t) * 1000)
+            r = c.results.pop(j, {}).get(0)
+            c.finished.pop(j)
+            if not r or r[2] != want:
+                problems[f"wrong: {r}"[:120]] = problems.get(f"wrong: {r}"[:120], 0) + 1
+        else:
+            lat.append((time.monotonic() - t) * 1000)
+            k_ = (e or "not finished in 10 s").split(":")[0]
+            problems[k_] = problems.get(k_, 0) + 1
+        t = time.monotonic()
+        try_call(lambda: c.call("/org/freedesktop/DBus", PEER, "Ping", timeout=10000, dest="org.freedesktop.DBus"))
+        bus.append((time.monotonic() - t) * 1000)
+        k += 1
+        time.sleep(max(0.0, t0 + k * interval - time.monotonic()))
+    emit("RESULT", {"n": len(lat), "p50_ms": round(percentile(lat, 50), 1), "p99_ms": round(percentile(lat, 99), 1),
+                    "max_ms": round(max(lat), 1), "bus_p50_ms": round(percentile(bus, 50), 1),
+                    "bus_p99_ms": round(percentile(bus, 99), 1), "problems": problems})
 
 
 ROLES = {name[5:].replace("_", "-"): fn for name, fn in globals().items() if name.startswith("role_")}

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""test-hostile.py: fhashd on a real system bus against hostile local users (issue 13).
+"""test-hostile.py: fhashd on a real system bus against hostile local users (issues 13 and 24).
 
-Every finding of the adversarial review (../shared/reviews/security-2026-11-23.md) is a subtest,
-selectable by name:  test-hostile.py [H1 H2 ... I2]  (all when none is named);
+Every finding of the adversarial reviews (../shared/reviews/security-2026-11-23.md: H1-I2;
+security-2026-11-26.md: N1-N3) is a subtest, and so is the load test of issue 24 (LOAD), selectable
+by name:  test-hostile.py [H1 H2 ... I2 N1 N2 N3 LOAD]  (all when none is named);
 test-hostile.py --dfuzzer runs dfuzzer against fhashd instead (the 'hostile-dfuzzer' test).
+LOAD runs $FHASH_LOAD_S seconds (60 by default; tests/meson.build sets 20 for the suite).
 
 Set-up, as the system runs it:
   - a private mount namespace (unshare --mount): a tmpfs on /run/dbus, the stock system.d and
@@ -16,7 +18,8 @@ Set-up, as the system runs it:
     CAP_IPC_LOCK (setpriv), LimitNOFILE=65536 and LimitMEMLOCK=512M or the hard limit where that is
     lower (printed at the start), --system, its own config file per subtest;
   - attackers run as nobody (and uid 1 for L3) through setpriv; the victim is root, hashing a
-    4 KiB, a 2 MiB and a 3 MB file on the bus while the attack runs;
+    4 KiB, a 2 MiB and a 3 MB file on the bus while the attack runs; LOAD's 32 clients run as uids
+    2001-2032, which get passwd and group entries in the namespace only (dbus-daemon wants them);
   - FUSE: /dev/fuse is made 0666 inside the namespace (a bind-mounted node, as on stock Debian),
     so that nobody can mount FUSE in its own user namespace (H6); M3 mounts one as root with
     allow_other and hands the server to nobody. Without /dev/fuse or user namespaces those
@@ -190,6 +193,7 @@ class Env:
                 run(["mount", "--bind", copy, d])
         self.setup_fuse()
         self.setup_files()
+        self.setup_users()
         env = {k: v for k, v in os.environ.items() if not k.startswith("DBUS_")}
         self.bus = subprocess.Popen(["dbus-daemon", "--system", "--nofork", "--nopidfile", "--print-address=1"],
                                     stdout=subprocess.PIPE, stderr=open(os.path.join(self.tmp, "dbus.log"), "w"),
@@ -243,6 +247,30 @@ class Env:
         self.roles_path = os.path.join(self.tmp, "test-hostile-roles.py")
         shutil.copy(os.path.join(HERE, "test-hostile-roles.py"), self.roles_path)
         os.chmod(self.roles_path, 0o644)
+        for p in glob.glob(os.path.join(HERE, "leakmsg-*.bin")):  # N1's captures, for nobody to send
+            shutil.copy(p, self.tmp)
+            os.chmod(os.path.join(self.tmp, os.path.basename(p)), 0o644)
+
+    def setup_users(self):
+        """Passwd and group entries for the load test's uids, in this namespace only (copies of
+        /etc/passwd and /etc/group bound over them): dbus-daemon refuses a uid it cannot look up."""
+        for name in ("passwd", "group"):
+            copy = os.path.join(self.tmp, f"etc-{name}")
+            with open(f"/etc/{name}") as f:
+                text = f.read()
+            taken = {int(x.split(":")[2]) for x in text.splitlines() if x.count(":") >= 3}
+            clash = taken.intersection(LOAD_UIDS)
+            if clash:
+                raise RuntimeError(f"/etc/{name} already has ids {sorted(clash)} the load test uses")
+            if not text.endswith("\n"):
+                text += "\n"
+            for uid in LOAD_UIDS:
+                text += (f"fhload{uid}:x:{uid}:{uid}:fhash load test:/nonexistent:/usr/sbin/nologin\n"
+                         if name == "passwd" else f"fhload{uid}:x:{uid}:\n")
+            with open(copy, "w") as f:
+                f.write(text)
+            os.chmod(copy, 0o644)
+            run(["mount", "--bind", copy, f"/etc/{name}"])
 
     def teardown(self):
         self.closing = True
@@ -449,6 +477,8 @@ class Role:
             pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all"]
         elif user == "daemon":
             pre = ["setpriv", "--reuid=daemon", "--regid=daemon", "--clear-groups", "--inh-caps=-all"]
+        elif isinstance(user, int):  # a uid of the load test
+            pre = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all"]
         self.errpath = os.path.join(env.tmp, f"role-{name}-{time.monotonic_ns()}.err")
         e = dict(os.environ, **(extra_env or {}))
         self.proc = subprocess.Popen(pre + ["/usr/bin/python3", env.roles_path, name] + args, stdin=subprocess.PIPE,
@@ -1289,6 +1319,354 @@ def sub_I2(env, s):
         with Watch(env, d) as w:
             s.check_victim(env.victim())
             s.check_end(d, w, base)
+
+
+# =====================================================================================================
+# Issue 24: the second review (../shared/reviews/security-2026-11-26.md, N1-N3) and the load test.
+# These fail on fhashd as of 79159ff: see each subtest's docstring for how.
+
+def settle_fds(d, limit, seconds=FD_SETTLE_S):
+    """fhashd's fd count once it is at most limit, or after seconds."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (d.fds() or 0) > limit:
+        time.sleep(0.1)
+    return d.fds()
+
+
+def nofile_of(pid):
+    """The soft RLIMIT_NOFILE of pid, from /proc/PID/limits."""
+    for line in read(f"/proc/{pid}/limits").splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    return None
+
+
+def check_bus_ping_fds(env, s, what="nobody's 16-fd Peer.Ping on the bus"):
+    """A Peer.Ping from nobody on the bus with 16 fds (the system bus's maximum) is answered."""
+    r = env.role("ping-fds", [16, "/dev/null"]).expect("RESULT", 30) or {"call": "no result"}
+    s.fig(what, r)
+    s.expect(r.get("call") == "ok" and r.get("seconds", 99) <= CALL_S * env.slow, f"{what}: {r}")
+
+
+def check_victim3(env, s):
+    """Root's HashFds with three fds, as fhashctl sends them, is served."""
+    r = env.role("victim3", [env.f4k], user="root").expect("RESULT", 30) or {"call": "no result"}
+    s.fig("root's 3-fd HashFds", r)
+    s.expect(r.get("call") == "ok" and r.get("finished"), f"root's 3-fd HashFds: {r}")
+
+
+N1_FLOOD = (100, 250, 300)  # messages of 250 fds (the review's 25,000 fds), then 300 of one fd
+N1_BUS_MESSAGES = 2000      # of 16 fds each: 32,000 fds, more than fhashd's RLIMIT_NOFILE here
+N1_CAPTURES = sorted(glob.glob(os.path.join(HERE, "leakmsg-*.bin")))
+
+
+def sub_N1(env, s):
+    """Fds in messages whose header sd-bus refuses are closed, not leaked: direct and bus.
+
+    At 79159ff the peer gate passes a message that declares its fds but has a header sd-bus 252
+    drops (invalid UTF-8, object path, missing NUL, signature): its fds are never closed, fhashd's
+    fd table fills, and the next 16-fd message on the bus costs fhashd its bus connection (exit).
+    The captures leakmsg-*.bin are the reviewer's fuzzer finds (security-repro-2026-11-26)."""
+    s.part = "direct: malformed headers"
+    d, base = start(env, s)
+    with Watch(env, d) as w:
+        t0 = time.monotonic()
+        a = env.role("hdrflood", list(N1_FLOOD) + ["/dev/null"])
+        res = a.expect("RESULT", 180) or {"error": f"no result: {a.stderr()[-300:]}"}
+        s.fig("flood", res)
+        a.wait(10)
+        left = settle_fds(d, base)
+        s.fig("fds after the client left", left)
+        s.expect(left is not None and left <= base,
+                 f"fhashd holds {left} fds {FD_SETTLE_S} s after the client left (baseline {base}): the fds of "
+                 f"{res.get('messages')} refused messages were not closed")
+        check_bus_ping_fds(env, s)
+        check_victim3(env, s)
+        if d.alive():
+            s.check_victim(env.victim())
+        s.check_ping(w, t0)
+        s.check_end(d, w, base)
+    d.kill()
+
+    s.part = "direct: one message per connection"
+    d, base = start(env, s)
+    with Watch(env, d) as w:
+        items = [os.path.join(env.tmp, os.path.basename(p)) for p in N1_CAPTURES]
+        items += [f"gen:{k}:8" for k in env.roles.MALFORMED]
+        a = env.role("replay", items)
+        per, leaked = {}, 0
+        for _ in items:
+            before = d.fds()
+            a.send("go")
+            sent = a.expect("SENT", 30)
+            if not sent:
+                s.expect(False, f"replay: no answer: {a.stderr()[-300:]}")
+                break
+            after = settle_fds(d, before, 2)
+            per[sent["message"]] = dict(sent, leaked=(after or 0) - (before or 0))
+            leaked += max(0, (after or 0) - (before or 0))
+        s.fig("messages", per)
+        s.expect(len(N1_CAPTURES) == 3, f"the reviewer's captures are missing: {N1_CAPTURES}")
+        s.expect(leaked == 0, f"{leaked} fds left in fhashd by "
+                              f"{[m for m, x in per.items() if x['leaked'] > 0]}")
+        check_bus_ping_fds(env, s)
+        check_victim3(env, s)
+        s.check_end(d, w, base)
+    d.kill()
+
+    # dbus-daemon refuses a malformed header itself: what reaches fhashd on the bus is valid, with
+    # fds that fhashd must close all the same (unreferenced ones included), faster than they come.
+    s.part = "bus: valid messages with fds"
+    d, base = start(env, s)
+    with Watch(env, d) as w:
+        t0 = time.monotonic()
+        a = env.role("bus-fdflood", [N1_BUS_MESSAGES, "/dev/null", env.f4k])
+        res = a.expect("RESULT", 180) or {"error": f"no result: {a.stderr()[-300:]}"}
+        s.fig("flood", res)
+        s.expect(res.get("messages") == N1_BUS_MESSAGES, f"the flood did not get through the bus: {res}")
+        for k in res.get("errors", {}):
+            s.expect(k in DOCUMENTED_ERRORS, f"the flood got undocumented error {k}")
+        a.wait(10)
+        left = settle_fds(d, base)
+        s.fig("fds after the client left", left)
+        s.expect(left is not None and left <= base, f"fhashd holds {left} fds after the client left (baseline {base})")
+        check_bus_ping_fds(env, s)
+        check_victim3(env, s)
+        if d.alive():
+            s.check_victim(env.victim())
+        s.check_ping(w, t0)
+        s.check_end(d, w, base)
+
+
+N2_ATTACKER_S = 5  # the attacker's own jobs, where a lease waits lease-break-time (45 s by default)
+
+
+def sub_N2(env, s):
+    """A write lease on the caller's own file must not stop the shards: root's files done in time.
+
+    At 79159ff the shard reopens a caller's fd through /proc/self/fd for O_DIRECT, and that open
+    waits lease-break-time (45 s) for nobody's write lease to go: every shard stops, root's files
+    are not done, nobody's own jobs take 45 s."""
+    work = os.path.join(env.tmp, "leases")
+    os.makedirs(work, exist_ok=True)
+    os.chown(work, 65534, 65534)
+    shards = len(os.sched_getaffinity(0))
+    hold = N2_ATTACKER_S * env.slow + 1
+    # Two files (the review's case), and one more than there are shards (each shard gets one whatever
+    # the spread); strategy direct, and auto on cold files; on the bus and on a direct connection.
+    for via, strategy, n in (("bus", "direct", 2), ("direct", "direct", shards + 1),
+                             ("bus", "auto", shards + 1), ("direct", "auto", 2)):
+        s.part = f"{n} leased files, strategy {strategy}, {via}"
+        d, base = start(env, s)
+        with Watch(env, d) as w:
+            a = env.role("lease", [via, strategy, n, work, hold])
+            ev = a.next(60)
+            while ev and ev[0] not in ("READY", "ERROR"):
+                ev = a.next(60)
+            if ev and ev[0] == "ERROR":
+                s.skipped = f"nobody cannot take a write lease here: {ev[1]}"
+                return
+            if not ev:
+                s.expect(False, f"the attacker did not start: {a.stderr()[-300:]}")
+                continue
+            ready = ev[1]
+            t0 = time.monotonic()
+            s.fig("calls", ready.get("calls"))
+            s.check_victim(env.victim())
+            res = a.expect("RESULT", hold + 30) or [{"error": f"no result: {a.stderr()[-300:]}"}]
+            s.fig("nobody's jobs", res)
+            for i, r in enumerate(res):
+                if r.get("call"):
+                    s.expect(error_name(r["call"]) in DOCUMENTED_ERRORS, f"nobody's file {i}: call got {r['call']}")
+                    continue
+                if s.expect(r.get("seconds") is not None and r["seconds"] <= N2_ATTACKER_S * env.slow,
+                            f"nobody's file {i}: "
+                            f"{r.get('error') if r.get('seconds') is None else str(r['seconds']) + ' s'}"
+                            f" (bound {N2_ATTACKER_S * env.slow} s; lease-break-time is "
+                            f"{read('/proc/sys/fs/lease-break-time').strip()} s)"):
+                    s.expect(r.get("digest_ok") or error_name(r.get("error")) in DOCUMENTED_ERRORS,
+                             f"nobody's file {i}: neither hashed right nor refused with a documented error: {r}")
+            a.send("release")  # the leases were held until now, while root's files were hashed
+            a.expect("RELEASED", 10)
+            s.check_ping(w, t0)
+            s.check_end(d, w, base)
+        d.kill()
+
+
+# Copies of the FUSE fd (total, copies a message): the closer's 64 children held; then fhashd's fd
+# table (RLIMIT_NOFILE is 20,000 here, 65,536 under the unit); then messages of one copy, as the
+# review's t_closer_kill.py, for what room is left.
+N3_STAGES = ((1000, 250), (20000, 250), (21200, 1))
+N3_NOFILE_MARGIN = 0.05    # fhashd's fds never come within this share of its RLIMIT_NOFILE
+
+
+def sub_N3(env, s):
+    """Copies of a FUSE fd whose FLUSH never ends, past what the closer holds: direct and bus.
+
+    At 79159ff every copy waits in fhashd's fd table for one of the closer's 64 children: 20,000
+    copies fill the table, root's calls that pass fds get Busy, and the next 16-fd message on the
+    bus costs fhashd its bus connection (exit)."""
+    if env.userns_skip or env.fuse_skip:
+        s.skipped = env.fuse_skip or env.userns_skip
+        return
+    work = os.path.join(env.tmp, "userns-n3")
+    os.makedirs(work, exist_ok=True)
+    os.chown(work, 65534, 65534)
+    for via in ("direct", "bus"):
+        s.part = via
+        d, base = start(env, s)
+        nofile = nofile_of(d.pid)
+        with Watch(env, d) as w:
+            t0 = time.monotonic()
+            a = env.role("closer-flood", [via, ",".join(f"{t}:{n}" for t, n in N3_STAGES), work])
+            srv = a.expect("SERVER", 20) or {}
+            if srv.get("pid"):
+                env.procs.insert(0, PidProc(srv["pid"]))
+            if not str(srv.get("said", "")).startswith("READY"):
+                s.skipped = f"nobody could not mount FUSE in a user namespace: {srv or a.stderr()[-300:]}"
+                return
+            for total, _ in N3_STAGES:
+                st = a.expect("STAGE", 180) or {"error": f"no answer: {a.stderr()[-300:]}"}
+                st.update(fhashd_fds=d.fds(), closer_children_waiting=len(waiting_closer_children(d.pid)))
+                s.fig(f"{total} copies", st)
+                if d.alive():
+                    s.check_victim(env.victim(), f"victim after {total} copies")
+                a.send("go")
+            p16 = a.expect("PING16", 30) or {"call": "no answer"}
+            s.fig("nobody's 16-copy Peer.Ping on the bus", p16)
+            s.expect(p16.get("call") == "ok" or error_name(p16.get("call")) in DOCUMENTED_ERRORS,
+                     f"nobody's 16-copy Peer.Ping on the bus: {p16}")
+            s.expect(p16.get("seconds", 99) <= CALL_S * env.slow,
+                     f"nobody's 16-copy Peer.Ping took {p16.get('seconds')} s")
+            time.sleep(1)
+            if d.alive():
+                s.check_victim(env.victim(), "victim after the bus Ping")
+                check_victim3(env, s)
+            s.check_ping(w, t0)
+            # Sampled every 100 ms (Watch: the entries of /proc/PID/fd); the copies stay while their
+            # closes wait, so a table that fills stays full long enough to be seen.
+            s.fig("fd peak", f"{w.fd_peak} of RLIMIT_NOFILE {nofile}")
+            s.expect(nofile and w.fd_peak < (1 - N3_NOFILE_MARGIN) * nofile,
+                     f"fhashd's fds reached {w.fd_peak} of its RLIMIT_NOFILE {nofile}")
+            a.send("stop")
+            res = a.expect("RESULT", 30) or {"error": f"no result: {a.stderr()[-300:]}"}
+            s.fig("flood", res)
+            if via == "direct":
+                s.expect(res.get("dropped", 0) > 0 or res.get("ended_by_fhashd"),
+                         f"fhashd never ended the flooding direct connection: {res}")
+            s.check_end(d, w, base)
+        d.kill()
+
+
+LOAD_UIDS = range(2001, 2033)   # 32 uids, with passwd entries in the namespace only (Env.setup_users)
+LOAD_S = float(os.environ.get("FHASH_LOAD_S") or 60)  # tests/meson.build sets 20 for the suite
+LOAD_INTERVAL_S = 0.1           # root's 4 KiB file, on the bus
+LOAD_P99_MS = 50
+LOAD_DRAIN_S = 30
+LOAD_KEEP_S = 2                 # KeepFinishedSec for the load test
+LOAD_RSS_SLACK_MIB = 8          # fhashd's VmRSS after the load, over what it was before
+
+
+def load_files(env):
+    """Each uid's own files, readable by it alone: 4 KiB and 1 MiB ones, and a 20 MiB one for every
+    fourth uid; a manifest of their sizes and digests. {uid: manifest}."""
+    import hashlib
+    import random
+    rnd = random.Random(24)
+    top = os.path.join(env.tmp, "load")
+    os.makedirs(top, mode=0o755, exist_ok=True)
+    out = {}
+    for k, uid in enumerate(LOAD_UIDS):
+        d = os.path.join(top, str(uid))
+        os.makedirs(d, mode=0o700)
+        files = {}
+        sizes = [4096] * 16 + [1 << 20] * 2 + ([20 << 20] if k % 4 == 0 else [])
+        for i, size in enumerate(sizes):
+            p = os.path.join(d, f"f{i:02d}-{size}")
+            data = rnd.randbytes(size)
+            with open(p, "wb") as f:
+                f.write(data)
+            os.chown(p, uid, uid)
+            os.chmod(p, 0o600)
+            files[p] = {"size": size, "sha256": hashlib.sha256(data).hexdigest()}
+        m = os.path.join(d, "manifest.json")
+        with open(m, "w") as f:
+            json.dump(files, f)
+        os.chown(m, uid, uid)
+        os.chown(d, uid, uid)
+        out[uid] = m
+    return out
+
+
+def sub_LOAD(env, s):
+    """32 uids stream mixed jobs at once (bus and direct, Python and fhashctl): root is served in time.
+
+    Issue 24 item 8: LOAD_S seconds ($FHASH_LOAD_S; 60 by default, 20 in the suite), one root client
+    hashing a 4 KiB file on the bus every 100 ms: its p99 latency <= LOAD_P99_MS, no job lost, wrong,
+    failed or refused, fhashd's fds back at baseline and its VmRSS within LOAD_RSS_SLACK_MIB of it
+    after. At 79159ff root's p99 is 86-307 ms (the bus's own round trip, measured beside it: 15-50 ms)."""
+    manifests = load_files(env)
+    fhashctl = os.environ.get("FHASHCTL") or os.path.join(os.environ.get("FHASH_BUILD_ROOT", ""), "src", "fhashctl")
+    ctl_ok = subprocess.run(["setpriv", f"--reuid={LOAD_UIDS[0]}", f"--regid={LOAD_UIDS[0]}", "--clear-groups",
+                             fhashctl, "--version"], capture_output=True).returncode == 0
+    s.fig("fhashctl", fhashctl if ctl_ok else f"{fhashctl} cannot run as uid {LOAD_UIDS[0]}: Python clients only")
+    # Finished jobs linger KeepFinishedSec (60 s by default) with their results: RSS "after" is taken
+    # once they are gone.
+    d, base = start(env, s, conf=[f"KeepFinishedSec={LOAD_KEEP_S}"])
+    s.fig("seconds of load", LOAD_S)
+    rss_before = d.rss_kib() or 0
+    with Watch(env, d) as w:
+        roles = []
+        for k, uid in enumerate(LOAD_UIDS):
+            if ctl_ok and k % 4 == 3:
+                roles.append(env.role("load-ctl", [manifests[uid], LOAD_S, fhashctl], user=uid))
+            else:
+                roles.append(env.role("load", [manifests[uid], LOAD_S, LOAD_DRAIN_S], user=uid))
+        for r in roles:
+            s.expect(r.expect("READY", 60), f"a load client did not start: {r.stderr()[-300:]}")
+        for r in roles:
+            r.send("go")
+        lat = env.role("latency", [env.f4k, LOAD_S - 1, LOAD_INTERVAL_S], user="root")
+        root = lat.expect("RESULT", LOAD_S + 60) or {"error": f"no result: {lat.stderr()[-300:]}"}
+        results = [r.expect("RESULT", LOAD_DRAIN_S + 60) for r in roles]
+        s.fig("root", root)
+        tot = {"jobs": 0, "files": 0, "bytes": 0, "lost": 0, "wrong": 0, "failed": {}, "refused": {}}
+        problems = []
+        for r, res in zip(roles, results):
+            if not res:
+                s.expect(False, f"a load client gave no result: {r.stderr()[-300:]}")
+                continue
+            for k in ("jobs", "files", "bytes", "lost", "wrong"):
+                tot[k] += res[k]
+            for k in ("failed", "refused"):
+                for e, n in res[k].items():
+                    tot[k][e] = tot[k].get(e, 0) + n
+            problems += [f"uid {res['uid']}: {p}" for p in res["first_problems"]]
+        p99s = sorted(res["job_p99_ms"] for res in results if res and res["job_p99_ms"] is not None)
+        tot["gib"] = round(tot.pop("bytes") / (1 << 30), 2)
+        tot["clients' job p99_ms, median of uids"] = p99s[len(p99s) // 2] if p99s else None
+        s.fig("load", tot)
+        s.fig("first problems", problems[:10])
+        rss_peak = w.rss_peak
+        bound = LOAD_P99_MS * env.slow
+        s.expect(root.get("p99_ms") is not None and root["p99_ms"] <= bound,
+                 f"root's 4 KiB file every {LOAD_INTERVAL_S * 1000:.0f} ms: p99 {root.get('p99_ms')} ms (bound "
+                 f"{bound:.0f} ms; the bus's own round trip p99 {root.get('bus_p99_ms')} ms)")
+        s.expect(not root.get("problems"), f"root's jobs: {root.get('problems')}")
+        s.expect(tot["files"] > 0, "the load clients hashed nothing")
+        s.expect(tot["lost"] == 0 and tot["wrong"] == 0 and not tot["failed"] and not tot["refused"],
+                 f"jobs lost {tot['lost']}, wrong {tot['wrong']}, failed {tot['failed']}, refused {tot['refused']}: "
+                 f"{problems[:3]}")
+        t_end = time.monotonic()
+        s.check_end(d, w, base)
+        time.sleep(max(0.0, t_end + LOAD_KEEP_S + 2 - time.monotonic()))
+        rss_after = d.rss_kib() or 0
+        s.fig("rss_mib", {"before": round(rss_before / 1024, 1), "peak": round(rss_peak / 1024, 1),
+                          "after": round(rss_after / 1024, 1)})
+        if not env.asan:
+            s.expect(rss_after <= rss_before + (LOAD_RSS_SLACK_MIB << 10),
+                     f"fhashd's VmRSS {rss_after >> 10} MiB after the load, {rss_before >> 10} MiB before (slack "
+                     f"{LOAD_RSS_SLACK_MIB} MiB)")
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
