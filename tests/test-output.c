@@ -150,19 +150,52 @@ static void test_quote(void **state)
         quote_is("a\n'b", "'a'$'\\n'\\''b'");
 }
 
+/* Check verdicts escape as digest lines do (the newest coreutils; 9.1 printed '\r' and '\\' raw there). */
 static void test_check_name(void **state)
 {
         Mem m;
 
         mem_open(&m);
         assert_int_equal(output_write_check_name(m.f, "back\\slash"), 0);
-        MEM_CHECK(&m, "back\\slash");
+        MEM_CHECK(&m, "\\back\\\\slash");
         mem_open(&m);
         assert_int_equal(output_write_check_name(m.f, "cr\rret"), 0);
-        MEM_CHECK(&m, "cr\rret");
+        MEM_CHECK(&m, "\\cr\\rret");
         mem_open(&m);
         assert_int_equal(output_write_check_name(m.f, "b\\o\nth"), 0);
         MEM_CHECK(&m, "\\b\\\\o\\nth");
+        /* Not on a terminal, other control characters stay raw, as coreutils writes them. */
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "esc\x1b[2J"), 0);
+        MEM_CHECK(&m, "esc\x1b[2J");
+}
+
+/* On a terminal no control character of a name is written raw: C0 and DEL, C1 (UTF-8 U+0080..U+009F)
+ * and bytes that are not UTF-8 become \xHH in an escaped line; printable UTF-8 stays as it is. */
+static void test_terminal_names(void **state)
+{
+        Mem m;
+
+        output_set_terminal(true);
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "esc\x1b]0;PWNED\a t\tab \x7f"), 0);
+        MEM_CHECK(&m, "\\esc\\x1b]0;PWNED\\x07 t\\x09ab \\x7f");
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "c1 \xc2\x9b bad \x9b\xff caf\xc3\xa9 \\ cr\r"), 0);
+        MEM_CHECK(&m, "\\c1 \\xc2\\x9b bad \\x9b\\xff caf\xc3\xa9 \\\\ cr\\r");
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "caf\xc3\xa9 plain"), 0);
+        MEM_CHECK(&m, "caf\xc3\xa9 plain");
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "e\x1b[2J",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  e\\x1b[2J\n");
+        DIGEST_LINE(OUTPUT_TAGGED, false, HASH_SHA256, "e\x1b",
+                    "\\SHA256 (e\\x1b) = ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb\n");
+        /* -z writes names raw, but not to a terminal. */
+        DIGEST_LINE(OUTPUT_UNTAGGED, true, HASH_SHA256, "n\nl\x1b",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  n\\nl\\x1b\0");
+        output_set_terminal(false);
+        DIGEST_LINE(OUTPUT_UNTAGGED, true, HASH_SHA256, "n\nl\x1b",
+                    "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  n\nl\x1b\0");
 }
 
 static void test_json(void **state)
@@ -219,6 +252,7 @@ int main(void)
                 cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
                 cmocka_unit_test(test_zero),     cmocka_unit_test(test_tags),
                 cmocka_unit_test(test_quote),    cmocka_unit_test(test_check_name),
+                cmocka_unit_test(test_terminal_names),
                 cmocka_unit_test(test_json),
                 cmocka_unit_test(test_progress_line),
         };

@@ -215,6 +215,8 @@ int ctl_main(int argc, char *argv[])
         int r;
 
         setlocale(LC_ALL, "");
+        /* A person reads a terminal: no control character in a name reaches it raw. */
+        output_set_terminal(isatty(STDOUT_FILENO));
         r = ctl_parse_args(argc, argv, &a);
         if (r == 0)
                 r = CTL_EXIT_OK;
