@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,12 +210,37 @@ static int verb_bus(Args *a)
         return r > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
 }
 
+/* Ctrl-C (or a SIGTERM, a hang-up) ends fhashctl as before, but not with the progress line left on the
+ * terminal: it is wiped, then the signal is raised again with its default action, so that the shell
+ * sees a process killed by it. */
+static void on_fatal_signal(int sig)
+{
+        progress_erase_from_signal();
+        (void)raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+        struct sigaction sa = { .sa_handler = on_fatal_signal, .sa_flags = SA_RESETHAND };
+
+        (void)sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+                struct sigaction old;
+
+                /* An ignored signal (nohup, a shell's background job) stays ignored. */
+                if (sigaction(sigs[i], NULL, &old) >= 0 && old.sa_handler != SIG_IGN)
+                        (void)sigaction(sigs[i], &sa, NULL);
+        }
+}
+
 int ctl_main(int argc, char *argv[])
 {
         Args a = {};
         int r;
 
         setlocale(LC_ALL, "");
+        install_signal_handlers();
         /* A person reads a terminal: no control character in a name reaches it raw. */
         output_set_terminal(isatty(STDOUT_FILENO));
         r = ctl_parse_args(argc, argv, &a);
