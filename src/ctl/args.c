@@ -316,6 +316,11 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 case ARG_SYSTEM:
                 case ARG_USER:
                 case ARG_ADDRESS:
+                        /* A typo would otherwise be "no bus there" and, without --daemon, a quiet
+                         * in-process run that exits 0. */
+                        if (c == ARG_ADDRESS && !bus_address_is_valid(optarg))
+                                return bad_usage("--address: \"%s\" is not a D-Bus address (TRANSPORT:KEY=VALUE,..., "
+                                                 "e.g. unix:path=/run/dbus/system_bus_socket)", optarg);
                         /* The last of --system, --user and --address counts. */
                         a->bus_kind = c == ARG_SYSTEM ? BUS_KIND_SYSTEM : c == ARG_USER ? BUS_KIND_USER : BUS_KIND_ADDRESS;
                         a->address = c == ARG_ADDRESS ? optarg : NULL;

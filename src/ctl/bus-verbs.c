@@ -8,8 +8,38 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#include "ctl/args.h"
 #include "ctl/bus-verbs.h"
 #include "fhash/fhash-dbus.h"
+#include "protocol/bus.h"
+
+void ctl_err_unreachable(const char *error_name, const char *why)
+{
+        /* What to do next, for the two ways it fails: the bus answered and nothing there is fhashd,
+         * or there was no bus to ask. */
+        if (bus_error_is_no_fhashd(error_name))
+                ctl_err("cannot reach fhashd: %s; install fhash so that the bus starts fhashd on demand, or start "
+                        "fhashd on that bus (see fhashd(8)); --local hashes without it", why);
+        else
+                ctl_err("cannot reach fhashd: %s; is that bus running? --system, --user and --address pick the "
+                        "bus; --local hashes without fhashd", why);
+}
+
+void ctl_err_job(const char *verb, const char *job, int r, const sd_bus_error *error)
+{
+        if (sd_bus_error_has_names(error, SD_BUS_ERROR_UNKNOWN_OBJECT, SD_BUS_ERROR_UNKNOWN_INTERFACE,
+                                   SD_BUS_ERROR_UNKNOWN_METHOD, SD_BUS_ERROR_UNKNOWN_PROPERTY))
+                ctl_err("%s: no job %s in fhashd (a finished job goes after KeepFinishedSec); 'fhashctl jobs' lists "
+                        "yours", verb, job);
+        else if (sd_bus_error_has_name(error, SD_BUS_ERROR_INVALID_ARGS))
+                ctl_err("%s: '%s' is not a job: give its number or its object path, as 'fhashctl jobs' shows them",
+                        verb, job);
+        else if (sd_bus_error_has_names(error, SD_BUS_ERROR_ACCESS_DENIED, "org.fhash.Hasher1.Error.AccessDenied"))
+                ctl_err("%s: job %s is not yours: only its owner and root may %s it", verb, job, verb);
+        else
+                ctl_err("%s: job %s: %s", verb, job,
+                        sd_bus_error_is_set(error) && error->message ? error->message : strerror(r < 0 ? -r : EIO));
+}
 
 /* The object path of a job given as a path or an id; one that is not a valid path is InvalidArgs.
  * Its users free it by hand, not by _cleanup_: clang-tidy 14 does not see cleanup attributes and

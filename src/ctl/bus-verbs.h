@@ -7,6 +7,12 @@
 
 #include "client/progress.h"
 
+/* "cannot reach fhashd: WHY; what to do next" on stderr, the next step chosen by the D-Bus error
+ * (error_name: NULL or the bus's answer): nothing that is fhashd on that bus, or no bus. */
+void ctl_err_unreachable(const char *error_name, const char *why);
+/* Why VERB of JOB failed, in words for a person: no such job, not a job, not yours. */
+void ctl_err_job(const char *verb, const char *job, int r, const sd_bus_error *error);
+
 /* The manager's properties, "Name: value" lines. */
 int ctl_bus_status(sd_bus *bus, FILE *f, sd_bus_error *error);
 /* One line per job of ours: path, state, algorithm, files and bytes done/total. */

@@ -51,6 +51,7 @@ typedef struct CheckState {
         char bad_line[16];     /* the last bad line's number: its marker's path (a note is never opened) */
         /* delivering: counts of the manifest being delivered */
         size_t ok, mismatched, unreadable;
+        size_t missing;        /* of the unreadable: relative names not found (ENOENT) */
         bool failed;
 } CheckState;
 
@@ -266,7 +267,12 @@ static void check_end(CheckState *s, CheckManifest *cm)
                         ctl_err("%s: no file was verified", cm->q);
                 failed = true;
         }
-        if (!a->status && !a->algo_set && s->ok == 0 && s->mismatched > 0)
+        /* Run from another directory than the manifest's, most names are not found: that is what to
+         * say, and no other algorithm would make those match. */
+        if (!a->status && s->ok == 0 && s->missing > 0 && s->missing * 2 >= cm->n_items)
+                ctl_err("%s: %zu of %zu listed files are not here; its names are relative to the directory it was "
+                        "written in: run check there", cm->q, s->missing, cm->n_items);
+        else if (!a->status && !a->algo_set && s->ok == 0 && s->mismatched > 0 && s->missing == 0)
                 hint_other_algorithms(cm);
         if (s->mismatched > 0 || s->unreadable > 0 || (a->strict && cm->n_bad > 0))
                 failed = true;
@@ -281,7 +287,7 @@ static void check_marker(CheckState *s, const RunItem *item)
         if (!cm)
                 return;
         if (item->note == CHECK_BEGIN)
-                s->ok = s->mismatched = s->unreadable = 0;
+                s->ok = s->mismatched = s->unreadable = s->missing = 0;
         else if (item->note == CHECK_BAD)
                 ctl_err("%s: %s: improperly formatted %s%schecksum line", cm->q, item->path,
                     a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
@@ -324,6 +330,8 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
                 break;
         default:
                 s->unreadable++;
+                if (r->status == RUN_ERROR && r->error == -ENOENT && item->name[0] != '/')
+                        s->missing++;
                 if (a->json) {
                         check_json(item, r, "unreadable", r->message ? r->message : "failed");
                         return;
@@ -352,6 +360,9 @@ int verb_check(Args *a)
 
         if (a->tag || a->recursive)
                 return ctl_usage_error("check: --tag and --recursive are options of hash");
+        if (a->n_rest == 0 && isatty(STDIN_FILENO))
+                ctl_err("reading checksum lines from standard input (end them with Ctrl-D); give SUMFILEs to check "
+                        "manifests");
         s.manifests = calloc(s.n_files, sizeof(*s.manifests));
         if (!s.manifests) {
                 ctl_err("Out of memory.");
