@@ -361,8 +361,7 @@ int verb_check(Args *a)
         if (a->tag || a->recursive)
                 return ctl_usage_error("check: --tag and --recursive are options of hash");
         if (a->n_rest == 0 && isatty(STDIN_FILENO))
-                ctl_err("reading checksum lines from standard input (end them with Ctrl-D); give SUMFILEs to check "
-                        "manifests");
+                ctl_err("reading checksum lines from standard input (Ctrl-D ends them)");
         s.manifests = calloc(s.n_files, sizeof(*s.manifests));
         if (!s.manifests) {
                 ctl_err("Out of memory.");

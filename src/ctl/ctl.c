@@ -127,7 +127,7 @@ static int verb_hash(Args *a)
 
         /* A person at a terminal who typed no FILE waits for nothing: say what is read. */
         if (a->n_rest == 0 && !a->keyed && isatty(STDIN_FILENO))
-                ctl_err("reading standard input (end it with Ctrl-D); give FILEs to hash files, -r DIRs to hash trees");
+                ctl_err("reading standard input (Ctrl-D ends it)");
         r = ctl_run_items(a, &source, hash_result, &s);
         if (s.directories > 0 && !a->recursive && !a->json)
                 ctl_err("to hash the files in a directory, add -r");
