@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test-manifest.c: the check-file parser on lines written by coreutils, b3sum and xxhsum */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include "hash/hash.h"
 #include "basic/macro.h"
 #include "ctl/manifest.h"
+#include "test-helpers.h"
 
 #define H64 "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
 #define H128 H64 H64
@@ -292,6 +294,74 @@ static void test_lengths(void **state)
         assert_int_equal(m->entries[0].out_len, 16);
 }
 
+/* The reader yields what manifest_parse_with() finds in the same bytes, a line at a time: entries and
+ * bad lines in line order with their numbers, comments and blank lines skipped, a last line without
+ * its terminator, NUL-terminated lines; a file it cannot read says why, and again. */
+static void reader_is(const char *bytes, size_t n, bool zero)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("manifest"), *path = NULL;
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_(manifest_reader_freep) ManifestReader *r = NULL;
+        ManifestParseOptions o = { .algo = _HASH_ALGO_INVALID, .hint = HASH_SHA256, .zero = zero };
+        size_t entries = 0, bad = 0;
+        FILE *f;
+        int k;
+
+        assert_true(asprintf(&path, "%s/m", dir) > 0);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(bytes, 1, n, f), n);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(manifest_parse_with(bytes, n, &o, &m), 0);
+        assert_int_equal(manifest_reader_new(path, &o, &r), 0);
+        for (;;) {
+                ManifestEntry e;
+
+                k = manifest_reader_next(r, &e);
+                if (k == MANIFEST_READ_END)
+                        break;
+                if (k == MANIFEST_READ_BAD) {
+                        assert_true(bad < m->n_bad);
+                        assert_int_equal(e.line, m->bad_lines[bad++]);
+                        continue;
+                }
+                assert_int_equal(k, MANIFEST_READ_ENTRY);
+                assert_true(entries < m->n_entries);
+                assert_string_equal(e.name, m->entries[entries].name);
+                assert_string_equal(e.hex, m->entries[entries].hex);
+                assert_int_equal(e.algo, m->entries[entries].algo);
+                assert_int_equal(e.line, m->entries[entries++].line);
+                free(e.name);
+        }
+        assert_int_equal(entries, m->n_entries);
+        assert_int_equal(bad, m->n_bad);
+        assert_int_equal(manifest_reader_next(r, &(ManifestEntry){}), MANIFEST_READ_END);
+        th_rm_rf(dir);
+}
+
+static void test_reader(void **state)
+{
+        static const char lines[] = H64 "  a\n"
+                                    "garbage\n"
+                                    "\n"
+                                    "# comment\n"
+                                    "\\" H64 "  new\\nline\r\n"
+                                    "MD5 (b) = 0cc175b9c0f1b6a831c399e269772661\n"
+                                    "bad line\n" H64 "  no newline at the end";
+        static const char nul[] = H64 "  x\0" "junk\0" H64 "  with\nnewline";
+        _cleanup_(manifest_reader_freep) ManifestReader *r = NULL;
+        ManifestEntry e;
+
+        reader_is(lines, sizeof(lines) - 1, false);
+        reader_is(nul, sizeof(nul) - 1, true);
+        reader_is("", 0, false);
+
+        assert_int_equal(manifest_reader_new("/nonexistent/m", &(ManifestParseOptions){}, &r), -ENOENT);
+        assert_int_equal(manifest_reader_new("/", &(ManifestParseOptions){}, &r), 0);
+        assert_int_equal(manifest_reader_next(r, &e), -EISDIR);
+        assert_int_equal(manifest_reader_next(r, &e), -EISDIR);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -301,7 +371,7 @@ int main(void)
                 cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
                 cmocka_unit_test(test_tagged),   cmocka_unit_test(test_bad),
                 cmocka_unit_test(test_buffer),   cmocka_unit_test(test_buffer_zero),
-                cmocka_unit_test(test_empty),
+                cmocka_unit_test(test_empty),    cmocka_unit_test(test_reader),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -14,6 +16,7 @@
 #include "basic/macro.h"
 #include "ctl/output.h"
 #include "client/progress.h"
+#include "basic/time-util.h"
 
 static const char hex256[] = "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb";
 
@@ -150,19 +153,52 @@ static void test_quote(void **state)
         quote_is("a\n'b", "'a'$'\\n'\\''b'");
 }
 
+/* Check verdicts escape as digest lines do (the newest coreutils; 9.1 printed '\r' and '\\' raw there). */
 static void test_check_name(void **state)
 {
         Mem m;
 
         mem_open(&m);
         assert_int_equal(output_write_check_name(m.f, "back\\slash"), 0);
-        MEM_CHECK(&m, "back\\slash");
+        MEM_CHECK(&m, "\\back\\\\slash");
         mem_open(&m);
         assert_int_equal(output_write_check_name(m.f, "cr\rret"), 0);
-        MEM_CHECK(&m, "cr\rret");
+        MEM_CHECK(&m, "\\cr\\rret");
         mem_open(&m);
         assert_int_equal(output_write_check_name(m.f, "b\\o\nth"), 0);
         MEM_CHECK(&m, "\\b\\\\o\\nth");
+        /* Not on a terminal, other control characters stay raw, as coreutils writes them. */
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "esc\x1b[2J"), 0);
+        MEM_CHECK(&m, "esc\x1b[2J");
+}
+
+/* On a terminal no control character of a name is written raw: C0 and DEL, C1 (UTF-8 U+0080..U+009F)
+ * and bytes that are not UTF-8 become \xHH in an escaped line; printable UTF-8 stays as it is. */
+static void test_terminal_names(void **state)
+{
+        Mem m;
+
+        output_set_terminal(true);
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "esc\x1b]0;PWNED\a t\tab \x7f"), 0);
+        MEM_CHECK(&m, "\\esc\\x1b]0;PWNED\\x07 t\\x09ab \\x7f");
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "c1 \xc2\x9b bad \x9b\xff caf\xc3\xa9 \\ cr\r"), 0);
+        MEM_CHECK(&m, "\\c1 \\xc2\\x9b bad \\x9b\\xff caf\xc3\xa9 \\\\ cr\\r");
+        mem_open(&m);
+        assert_int_equal(output_write_check_name(m.f, "caf\xc3\xa9 plain"), 0);
+        MEM_CHECK(&m, "caf\xc3\xa9 plain");
+        DIGEST_LINE(OUTPUT_UNTAGGED, false, HASH_SHA256, "e\x1b[2J",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  e\\x1b[2J\n");
+        DIGEST_LINE(OUTPUT_TAGGED, false, HASH_SHA256, "e\x1b",
+                    "\\SHA256 (e\\x1b) = ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb\n");
+        /* -z writes names raw, but not to a terminal. */
+        DIGEST_LINE(OUTPUT_UNTAGGED, true, HASH_SHA256, "n\nl\x1b",
+                    "\\ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  n\\nl\\x1b\0");
+        output_set_terminal(false);
+        DIGEST_LINE(OUTPUT_UNTAGGED, true, HASH_SHA256, "n\nl\x1b",
+                    "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb  n\nl\x1b\0");
 }
 
 static void test_json(void **state)
@@ -213,14 +249,86 @@ static void test_progress_line(void **state)
         assert_string_equal(buf, "99.0 MiB  990 files  100.0 MiB/s");
 }
 
+/* Issue 26: a line never wider than the terminal, fields dropped whole from the end. */
+static void test_progress_fit(void **state)
+{
+        static const char full[] = "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files  850.3 MiB/s  ETA 0:02";
+        char buf[160];
+
+        (void)state;
+        for (unsigned cols = 1; cols < sizeof(full) + 2; cols++) {
+                strcpy(buf, full);
+                progress_fit(buf, cols);
+                assert_true(strlen(buf) < cols || cols == 0);
+                assert_memory_equal(buf, full, strlen(buf));
+        }
+#define FIT(cols, want) do { strcpy(buf, full); progress_fit(buf, cols); assert_string_equal(buf, want); } while (0)
+        FIT(80, full);
+        FIT(sizeof(full), full);
+        FIT(sizeof(full) - 1, "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files  850.3 MiB/s");
+        FIT(40, "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files");
+        FIT(39, "[ 42%] 1.2 GiB / 2.9 GiB  12/100 files");
+        FIT(38, "[ 42%] 1.2 GiB / 2.9 GiB");
+        FIT(10, "[ 42%] 1.");
+        FIT(0, full);
+#undef FIT
+}
+
+/* Issue 26: on a terminal 40 columns wide the line is at most 39 characters, and its percentage does
+ * not go down when the total grows (check learns the sizes as it opens the files). */
+static void test_progress_terminal(void **state)
+{
+        struct winsize ws = { .ws_row = 24, .ws_col = 40 };
+        int master, slave;
+        Progress p;
+        char buf[4096];
+        ssize_t n;
+        ProgressState st[] = {
+                { .bytes_done = 94, .bytes_total = 100, .files_done = 1, .files_total = 9, .rate = 1 },
+                { .bytes_done = 95, .bytes_total = 105, .files_done = 1, .files_total = 9, .rate = 1 },
+                { .bytes_done = 99, .bytes_total = 100, .files_done = 1, .files_total = 9, .rate = 1 },
+        };
+        const char *want[] = { "\r[ 94%] 94 B / 100 B  1/9 files  1 B/s\033[K", "\r[ 94%] 95 B / 105 B  1/9 files  1 B/s\033[K",
+                               "\r[ 99%] 99 B / 100 B  1/9 files  1 B/s\033[K" };
+
+        (void)state;
+        if (openpty(&master, &slave, NULL, NULL, &ws) < 0)
+                skip();
+        progress_init(&p, PROGRESS_ON, slave);
+        assert_true(p.enabled);
+        for (size_t i = 0; i < ELEMENTSOF(st); i++) {
+                p.last_usec = 0; /* past the four-a-second limit */
+                p.start_usec = now_usec() - 1000000;
+                progress_update(&p, &st[i]);
+                n = read(master, buf, sizeof(buf) - 1);
+                assert_true(n > 0);
+                buf[n] = '\0';
+                assert_string_equal(buf, want[i]);
+        }
+        st[0].bytes_total = st[0].bytes_done = (uint64_t)1 << 40;
+        st[0].files_total = 123456;
+        p.last_usec = 0;
+        progress_update(&p, &st[0]);
+        n = read(master, buf, sizeof(buf) - 1);
+        assert_true(n > 4);
+        buf[n] = '\0';
+        assert_true(strlen(buf) - strlen("\r\033[K") < 40);
+        progress_clear(&p);
+        close(slave);
+        close(master);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_untagged), cmocka_unit_test(test_escaped),
                 cmocka_unit_test(test_zero),     cmocka_unit_test(test_tags),
                 cmocka_unit_test(test_quote),    cmocka_unit_test(test_check_name),
+                cmocka_unit_test(test_terminal_names),
                 cmocka_unit_test(test_json),
                 cmocka_unit_test(test_progress_line),
+                cmocka_unit_test(test_progress_fit),
+                cmocka_unit_test(test_progress_terminal),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,8 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
         if (!ret || (unsigned)o.bus >= ELEMENTSOF(kinds) || (o.bus == FHASH_BUS_ADDRESS) != !!o.address ||
             (o.flags & FHASH_CLIENT_LOCAL && o.flags & FHASH_CLIENT_NO_FALLBACK))
                 return fhash_set_error(error, -EINVAL, NULL, "fhash_client_new: invalid options");
+        if (o.bus == FHASH_BUS_ADDRESS && !bus_address_is_valid(o.address))
+                return fhash_set_error(error, -EINVAL, NULL, "\"%s\" is not a D-Bus address", o.address);
         c = calloc(1, sizeof(*c));
         if (!c)
                 return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
@@ -66,17 +68,21 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
         if (!(o.flags & FHASH_CLIENT_LOCAL)) {
                 r = bus_open_fhashd(kinds[o.bus], o.address, &c->bus, &be);
                 if (r < 0) {
-                        const char *why = sd_bus_error_is_set(&be) && be.message ? be.message : strerror(-r);
+                        /* Which bus, where, and what was wrong: "No medium found" alone told nobody
+                         * that there is no session bus. */
+                        char *why = bus_explain_open_error(kinds[o.bus], o.address, r, &be);
 
-                        if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
-                                free(c);
-                                return fhash_set_error(error, -ENOTCONN, be.name, "%s", why);
-                        }
-                        c->fallback_reason = strdup(why);
-                        if (!c->fallback_reason) {
+                        if (!why) {
                                 free(c);
                                 return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
                         }
+                        if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
+                                free(c);
+                                r = fhash_set_error(error, -ENOTCONN, be.name, "%s", why);
+                                free(why);
+                                return r;
+                        }
+                        c->fallback_reason = why;
                 }
                 if (r >= 0 && !(o.flags & FHASH_CLIENT_NO_DIRECT))
                         (void)bus_client_open_direct(&c->bus);

@@ -26,10 +26,12 @@ typedef struct Progress {
         uint64_t start_usec;
         uint64_t last_usec;
         bool shown;          /* a line is on the screen and must be wiped before other output */
+        unsigned pct;        /* the percentage shown last: it never goes down */
 } Progress;
 
 void progress_init(Progress *p, ProgressMode mode, int fd);
-/* Redraws at most four times a second, and not before the delay. */
+/* Redraws at most four times a second, and not before the delay; the line fits the terminal's width,
+ * and its percentage never goes down. */
 void progress_update(Progress *p, const ProgressState *s);
 /* Wipes the line, if one is shown, so that ordinary output can go to the same terminal. */
 void progress_clear(Progress *p);
@@ -37,3 +39,11 @@ void progress_clear(Progress *p);
  * totals are not known (open_ended, or a pipe's bytes past them) "1.2 GiB  12 files  850.3 MiB/s":
  * a percentage of a total that grows sat at 92-99% with ETA 0:00. Pure. */
 void progress_format(char *buf, size_t size, const ProgressState *s, uint64_t elapsed_usec);
+/* Shortens a formatted line to fewer than columns characters, dropping whole fields from the end
+ * (0: no limit). Pure. */
+void progress_fit(char *line, unsigned columns);
+/* "12.3 MiB": bytes in binary units, one decimal past bytes. */
+void progress_format_bytes(char *buf, size_t size, double v);
+/* Async-signal-safe: wipes a progress line that is on the screen, for a handler of SIGINT and the
+ * like that then lets the signal end the process (the line stayed behind after Ctrl-C). */
+void progress_erase_from_signal(void);

@@ -106,8 +106,11 @@ static const char *const verb_help[][2] = {
           "                         file renamed over it)\n"
           "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n" },
         { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
-        { "watch", "Usage: fhashctl watch JOB\nFollow a job's progress until it ends (JOB: id or object path).\n"
-                   "Exit status 0 if it ended 'done', 1 otherwise.\n" },
+        { "watch", "Usage: fhashctl watch [--progress|--no-progress] JOB\n"
+                   "Follow a job's progress until it ends (JOB: id or object path): a progress line on\n"
+                   "stderr when it is a terminal, else (or with --no-progress) a line on stdout each time\n"
+                   "the job moves; then a line with how it ended. Exit status 0 if it ended 'done', 1\n"
+                   "otherwise.\n" },
         { "cancel", "Usage: fhashctl cancel JOB\nCancel one of your jobs (JOB: id or object path).\n" },
         { "status", "Usage: fhashctl status\nShow fhashd's version, algorithms, workers, jobs and totals.\n" },
         { "algorithms", "Usage: fhashctl algorithms\nList the algorithm names -a accepts, one per line.\n" },
@@ -316,6 +319,11 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 case ARG_SYSTEM:
                 case ARG_USER:
                 case ARG_ADDRESS:
+                        /* A typo would otherwise be "no bus there" and, without --daemon, a quiet
+                         * in-process run that exits 0. */
+                        if (c == ARG_ADDRESS && !bus_address_is_valid(optarg))
+                                return bad_usage("--address: \"%s\" is not a D-Bus address (TRANSPORT:KEY=VALUE,..., "
+                                                 "e.g. unix:path=/run/dbus/system_bus_socket)", optarg);
                         /* The last of --system, --user and --address counts. */
                         a->bus_kind = c == ARG_SYSTEM ? BUS_KIND_SYSTEM : c == ARG_USER ? BUS_KIND_USER : BUS_KIND_ADDRESS;
                         a->address = c == ARG_ADDRESS ? optarg : NULL;

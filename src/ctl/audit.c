@@ -107,11 +107,15 @@ static void print_line(const Audit *au, const char *name, const char *status, co
         }
         if (o->status || (o->quiet && streq(status, "ok")))
                 return;
-        (void)output_write_check_name(stdout, name);
+        /* One '\' at the start of the line says both names are escaped, as in a check line. */
+        bool escape = output_name_needs_escape(name) || (from && output_name_needs_escape(from));
+        if (escape)
+                putchar('\\');
+        (void)output_write_name(stdout, name, escape);
         printf(": %s", status);
         if (from) {
                 fputs(" from ", stdout);
-                (void)output_write_check_name(stdout, from);
+                (void)output_write_name(stdout, from, escape);
         }
         putchar('\n');
 }

@@ -7,13 +7,21 @@
 
 #include "client/progress.h"
 
+/* "cannot reach fhashd: WHY; what to do next" on stderr, the next step chosen by the D-Bus error
+ * (error_name: NULL or the bus's answer): nothing that is fhashd on that bus, or no bus. */
+void ctl_err_unreachable(const char *error_name, const char *why);
+/* Why VERB of JOB failed, in words for a person: no such job, not a job, not yours. */
+void ctl_err_job(const char *verb, const char *job, int r, const sd_bus_error *error);
+
 /* The manager's properties, "Name: value" lines. */
 int ctl_bus_status(sd_bus *bus, FILE *f, sd_bus_error *error);
-/* One line per job of ours: path, state, algorithm, files and bytes done/total. */
+/* One line per job of ours under a header, in aligned columns: id, state, algorithm, files and
+ * bytes (binary units) done/total. */
 int ctl_bus_list_jobs(sd_bus *bus, FILE *f, sd_bus_error *error);
 /* job: a full object path or the id after FHASH_JOB_PATH_PREFIX "/". */
 /* Cancels JOB (an id or an object path): >= 0 once fhashd took it, or -errno with error set. */
 int ctl_bus_cancel(sd_bus *bus, const char *job, sd_bus_error *error);
-/* Follows a job's properties until it ends; draws progress; writes the final state to f.
+/* Follows a job's properties until it ends; draws progress, or without it (progress off: not a
+ * terminal, --no-progress) writes a line to f each time the job moves; writes the final state to f.
  * Returns 0 if the job ended "done", 1 otherwise, or -errno. */
 int ctl_bus_watch(sd_bus *bus, const char *job, Progress *progress, FILE *f, sd_bus_error *error);

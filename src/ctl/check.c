@@ -18,16 +18,23 @@
  * check: every manifest of one run goes through one engine (or one stream of jobs to fhashd), so that
  * a thousand small manifests cost one set-up, not a thousand. A marker item before and after each
  * manifest's entries (skipped items, delivered in order like the rest) brings its messages and its
- * summary out where they belong. A manifest is read when the run reaches it and freed once its end
- * marker is delivered.
+ * summary out where they belong; with --warn, one per improperly formatted line brings its warning
+ * out in line order. A manifest is read a line at a time as the runner asks for items, so memory
+ * follows the items in flight, not the manifest's size (an 84 MB manifest of 1M lines took 275 MB
+ * when it was read whole).
  */
-static const char CHECK_BEGIN[] = "manifest begins", CHECK_END[] = "manifest ends";
+static const char CHECK_BEGIN[] = "manifest begins", CHECK_END[] = "manifest ends",
+                  CHECK_BAD[] = "improperly formatted line";
 
 typedef struct CheckManifest {
         const char *sumfile;
         char *q;               /* quoted, for messages */
-        Manifest *m;
-        int read_error;        /* -errno reading it */
+        ManifestReader *rd;    /* from its begin marker's pull until its last line is read */
+        int read_error;        /* -errno opening or reading it */
+        size_t n_entries;      /* properly formatted lines */
+        size_t n_bad;          /* improperly formatted lines */
+        HashAlgo first_algo;   /* the first entry's algorithm, and whether every entry is */
+        bool one_algo;         /* untagged and of it (for hint_other_algorithms()) */
         size_t n_items;        /* entries checked (not left out by --ignore-missing) */
 } CheckManifest;
 
@@ -37,11 +44,14 @@ typedef struct CheckState {
         size_t n_files;
         CheckManifest *manifests;
         /* pulling */
-        size_t pull_file, pull_entry;
+        size_t pull_file;
         int pull_phase;        /* 0: begin marker next, 1: entries, 2: end marker */
         HashAlgo last_algo;    /* markers take it: they do not split a job */
+        ManifestEntry entry;   /* the last pulled: its name lives until the next pull */
+        char bad_line[16];     /* the last bad line's number: its marker's path (a note is never opened) */
         /* delivering: counts of the manifest being delivered */
         size_t ok, mismatched, unreadable;
+        size_t missing;        /* of the unreadable: relative names not found (ENOENT) */
         bool failed;
 } CheckState;
 
@@ -71,18 +81,14 @@ static const char *plural(size_t n, const char *one, const char *many)
 /* Every line failed and was read as the algorithm its length suggests: a manifest of another tool
  * of the same digest length (b3sum, b2sum, xxhsum -H2/-H3, ...) fails exactly so. Says once which
  * -a to try; the lines are never tried as those algorithms behind the user's back. */
-static void hint_other_algorithms(const Manifest *m, const char *q)
+static void hint_other_algorithms(const CheckManifest *cm)
 {
         char list[256] = "";
         size_t l = 0;
-        HashAlgo used;
+        HashAlgo used = cm->first_algo;
 
-        if (m->n_entries == 0)
+        if (cm->n_entries == 0 || !cm->one_algo)
                 return;
-        used = m->entries[0].algo;
-        for (size_t i = 0; i < m->n_entries; i++)
-                if (m->entries[i].tagged || m->entries[i].algo != used)
-                        return;
         for (HashAlgo x = 0; x < _HASH_ALGO_MAX; x++)
                 if (x != used && hash_algo_digest_size(x) == hash_algo_digest_size(used)) {
                         int k = snprintf(list + l, sizeof(list) - l, "%s-a %s", l > 0 ? " or " : "",
@@ -92,38 +98,79 @@ static void hint_other_algorithms(const Manifest *m, const char *q)
                         l += (size_t)k;
                 }
         if (l > 0)
-                ctl_err("%s: no line matched as %s; if another tool wrote it, try %s", q, hash_algo_to_string(used),
+                ctl_err("%s: no line matched as %s; if another tool wrote it, try %s", cm->q, hash_algo_to_string(used),
                     list);
 }
 
-/* Reads the next manifest when the run reaches it; its errors are told when its begin marker is
+/* Opens the next manifest when the run reaches it; its errors are told when its end marker is
  * delivered. Returns 0 or -ENOMEM. */
 static int check_load(CheckState *s, CheckManifest *cm)
 {
         const Args *a = s->args;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
         int r;
 
         if (output_quote(streq(cm->sumfile, "-") ? "standard input" : cm->sumfile, &cm->q) < 0)
                 return -ENOMEM;
-        r = manifest_read(cm->sumfile, &buf, &size);
-        if (r < 0) {
-                cm->read_error = r;
-                return 0;
+        r = manifest_reader_new(cm->sumfile,
+                                &(ManifestParseOptions){ .algo = a->algo_set ? a->algo : _HASH_ALGO_INVALID,
+                                                         .hint = manifest_algo_from_filename(cm->sumfile),
+                                                         .length = a->params.out_len,
+                                                         .zero = a->zero },
+                                &cm->rd);
+        if (r == -ENOMEM)
+                return r;
+        cm->read_error = MIN(r, 0);
+        return 0;
+}
+
+/* The next line of cm that makes an item: 1 and *ret, 0 once the manifest is read (or failed), or
+ * -ENOMEM. */
+static int check_next_line(CheckState *s, CheckManifest *cm, RunItem *ret)
+{
+        const Args *a = s->args;
+        ManifestEntry *e = &s->entry;
+
+        while (cm->rd) {
+                int r;
+
+                e->name = mfree(e->name);
+                r = manifest_reader_next(cm->rd, e);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == MANIFEST_READ_BAD) {
+                        cm->n_bad++;
+                        if (!a->warn)
+                                continue;
+                        snprintf(s->bad_line, sizeof(s->bad_line), "%u", e->line);
+                        *ret = (RunItem){ .name = cm->sumfile, .path = s->bad_line, .algo = s->last_algo,
+                                          .note = CHECK_BAD };
+                        return 1;
+                }
+                if (r != MANIFEST_READ_ENTRY) {
+                        cm->read_error = MIN(r, 0);
+                        cm->rd = manifest_reader_free(cm->rd);
+                        break;
+                }
+                if (cm->n_entries++ == 0) {
+                        cm->first_algo = e->algo;
+                        cm->one_algo = !e->tagged;
+                } else if (e->tagged || e->algo != cm->first_algo)
+                        cm->one_algo = false;
+                /* As coreutils: a missing file is not even looked at with --ignore-missing. */
+                if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
+                        continue;
+                cm->n_items++;
+                s->last_algo = e->algo;
+                *ret = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo, .out_len = e->out_len,
+                                  .expected = e->hex };
+                return 1;
         }
-        return manifest_parse_with(buf, size,
-                                   &(ManifestParseOptions){ .algo = a->algo_set ? a->algo : _HASH_ALGO_INVALID,
-                                                            .hint = manifest_algo_from_filename(cm->sumfile),
-                                                            .length = a->params.out_len,
-                                                            .zero = a->zero },
-                                   &cm->m);
+        return 0;
 }
 
 static int check_next(void *userdata, RunItem *ret)
 {
         CheckState *s = userdata;
-        const Args *a = s->args;
 
         while (s->pull_file < s->n_files) {
                 CheckManifest *cm = &s->manifests[s->pull_file];
@@ -136,24 +183,13 @@ static int check_next(void *userdata, RunItem *ret)
                         if (r < 0)
                                 return r;
                         s->pull_phase = 1;
-                        s->pull_entry = 0;
                         *ret = (RunItem){ .name = cm->sumfile, .path = cm->sumfile, .algo = s->last_algo,
                                           .note = CHECK_BEGIN };
                         return 1;
                 case 1:
-                        while (cm->m && s->pull_entry < cm->m->n_entries) {
-                                const ManifestEntry *e = &cm->m->entries[s->pull_entry++];
-
-                                /* As coreutils: a missing file is not even looked at with
-                                 * --ignore-missing. */
-                                if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
-                                        continue;
-                                cm->n_items++;
-                                s->last_algo = e->algo;
-                                *ret = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo,
-                                                  .out_len = e->out_len, .expected = e->hex };
-                                return 1;
-                        }
+                        r = check_next_line(s, cm, ret);
+                        if (r != 0)
+                                return r;
                         s->pull_phase = 2;
                         break;
                 default:
@@ -173,7 +209,7 @@ static void check_json_summary(const CheckManifest *cm, size_t ok, size_t mismat
         fputs("{\"summary\":true,\"manifest\":", stdout);
         (void)output_write_json_string(stdout, cm->sumfile);
         printf(",\"ok\":%zu,\"mismatched\":%zu,\"unreadable\":%zu,\"improperly_formatted\":%zu", ok, mismatched,
-               unreadable, cm->m ? cm->m->n_bad : 0);
+               unreadable, cm->n_bad);
         if (error) {
                 fputs(",\"error\":", stdout);
                 (void)output_write_json_string(stdout, error);
@@ -181,74 +217,86 @@ static void check_json_summary(const CheckManifest *cm, size_t ok, size_t mismat
         fputs("}\n", stdout);
 }
 
-/* A manifest's messages before its first verdict, and its summary after its last. Markers come in
- * order, begin and end alternately, so the manifest is the oldest one not ended. */
-static void check_marker(CheckState *s, bool begin)
+/* The manifest whose items are being delivered: markers come in order, begin and end alternately,
+ * so it is the oldest one not ended. */
+static CheckManifest *check_delivering(CheckState *s)
+{
+        for (size_t k = 0; k < s->n_files; k++)
+                if (s->manifests[k].q)
+                        return &s->manifests[k];
+        return NULL;
+}
+
+/* A manifest's summary after its last verdict, or why it could not be checked. Everything about it
+ * is known then: its end marker is pulled after its last line was read. */
+static void check_end(CheckState *s, CheckManifest *cm)
 {
         const Args *a = s->args;
-        size_t k = 0;
-        CheckManifest *cm;
-        const Manifest *m;
+        bool failed = false;
 
-        while (k < s->n_files && !s->manifests[k].q)
-                k++;
-        if (k == s->n_files)
-                return;
-        cm = &s->manifests[k];
-        m = cm->m;
-        if (begin) {
-                s->ok = s->mismatched = s->unreadable = 0;
-                if (cm->read_error < 0) {
-                        ctl_err("%s: %s", cm->q, strerror(-cm->read_error));
-                        if (a->json)
-                                check_json_summary(cm, 0, 0, 0, strerror(-cm->read_error));
-                        s->failed = true;
-                        return;
-                }
-                if (a->warn)
-                        for (size_t i = 0; i < m->n_bad; i++)
-                                ctl_err("%s: %u: improperly formatted %s%schecksum line", cm->q, m->bad_lines[i],
-                                    a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
-                if (m->n_entries == 0) {
-                        ctl_err("%s: no properly formatted checksum lines found", cm->q);
-                        /* Every manifest gets its summary object, an empty one too. */
-                        if (a->json)
-                                check_json_summary(cm, 0, 0, 0, "no properly formatted checksum lines found");
-                        s->failed = true;
-                }
-                return;
-        }
-
-        if (cm->read_error >= 0 && m->n_entries > 0) {
-                bool failed = false;
-
+        if (cm->read_error < 0) {
+                /* As coreutils, the verdicts of the lines read before it stand, without a summary. */
+                ctl_err("%s: %s", cm->q, strerror(-cm->read_error));
                 if (a->json)
-                        check_json_summary(cm, s->ok, s->mismatched, s->unreadable, NULL);
-                else if (!a->status) {
-                        if (m->n_bad > 0)
-                                ctl_err("WARNING: %zu %s improperly formatted", m->n_bad,
-                                    plural(m->n_bad, "line is", "lines are"));
-                        if (s->unreadable > 0)
-                                ctl_err("WARNING: %zu listed %s could not be read", s->unreadable,
-                                    plural(s->unreadable, "file", "files"));
-                        if (s->mismatched > 0)
-                                ctl_err("WARNING: %zu computed %s did NOT match", s->mismatched,
-                                    plural(s->mismatched, "checksum", "checksums"));
-                }
-                if (a->ignore_missing && cm->n_items == 0) {
-                        if (!a->status)
-                                ctl_err("%s: no file was verified", cm->q);
-                        failed = true;
-                }
-                if (!a->status && !a->algo_set && s->ok == 0 && s->mismatched > 0)
-                        hint_other_algorithms(m, cm->q);
-                if (s->mismatched > 0 || s->unreadable > 0 || (a->strict && m->n_bad > 0))
-                        failed = true;
-                s->failed |= failed;
+                        check_json_summary(cm, s->ok, s->mismatched, s->unreadable, strerror(-cm->read_error));
+                s->failed = true;
+                return;
         }
-        cm->m = manifest_free(cm->m);
-        cm->q = mfree(cm->q);
-        cm->sumfile = NULL;
+        if (cm->n_entries == 0) {
+                ctl_err("%s: no properly formatted checksum lines found", cm->q);
+                /* Every manifest gets its summary object, an empty one too. */
+                if (a->json)
+                        check_json_summary(cm, 0, 0, 0, "no properly formatted checksum lines found");
+                s->failed = true;
+                return;
+        }
+        if (a->json)
+                check_json_summary(cm, s->ok, s->mismatched, s->unreadable, NULL);
+        else if (!a->status) {
+                if (cm->n_bad > 0)
+                        ctl_err("WARNING: %zu %s improperly formatted", cm->n_bad, plural(cm->n_bad, "line is", "lines are"));
+                if (s->unreadable > 0)
+                        ctl_err("WARNING: %zu listed %s could not be read", s->unreadable,
+                            plural(s->unreadable, "file", "files"));
+                if (s->mismatched > 0)
+                        ctl_err("WARNING: %zu computed %s did NOT match", s->mismatched,
+                            plural(s->mismatched, "checksum", "checksums"));
+        }
+        if (a->ignore_missing && cm->n_items == 0) {
+                if (!a->status)
+                        ctl_err("%s: no file was verified", cm->q);
+                failed = true;
+        }
+        /* Run from another directory than the manifest's, most names are not found: that is what to
+         * say, and no other algorithm would make those match. */
+        if (!a->status && s->ok == 0 && s->missing > 0 && s->missing * 2 >= cm->n_items)
+                ctl_err("%s: %zu of %zu listed files are not here; its names are relative to the directory it was "
+                        "written in: run check there", cm->q, s->missing, cm->n_items);
+        else if (!a->status && !a->algo_set && s->ok == 0 && s->mismatched > 0 && s->missing == 0)
+                hint_other_algorithms(cm);
+        if (s->mismatched > 0 || s->unreadable > 0 || (a->strict && cm->n_bad > 0))
+                failed = true;
+        s->failed |= failed;
+}
+
+static void check_marker(CheckState *s, const RunItem *item)
+{
+        const Args *a = s->args;
+        CheckManifest *cm = check_delivering(s);
+
+        if (!cm)
+                return;
+        if (item->note == CHECK_BEGIN)
+                s->ok = s->mismatched = s->unreadable = s->missing = 0;
+        else if (item->note == CHECK_BAD)
+                ctl_err("%s: %s: improperly formatted %s%schecksum line", cm->q, item->path,
+                    a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
+        else {
+                check_end(s, cm);
+                cm->rd = manifest_reader_free(cm->rd);
+                cm->q = mfree(cm->q);
+                cm->sumfile = NULL;
+        }
 }
 
 static void check_result(const RunItem *item, const RunResult *r, void *userdata)
@@ -257,8 +305,8 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
         const Args *a = s->args;
         const char *verdict;
 
-        if (item->note == CHECK_BEGIN || item->note == CHECK_END) {
-                check_marker(s, item->note == CHECK_BEGIN);
+        if (item->note == CHECK_BEGIN || item->note == CHECK_END || item->note == CHECK_BAD) {
+                check_marker(s, item);
                 return;
         }
         switch (r->status) {
@@ -282,6 +330,8 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
                 break;
         default:
                 s->unreadable++;
+                if (r->status == RUN_ERROR && r->error == -ENOENT && item->name[0] != '/')
+                        s->missing++;
                 if (a->json) {
                         check_json(item, r, "unreadable", r->message ? r->message : "failed");
                         return;
@@ -310,6 +360,8 @@ int verb_check(Args *a)
 
         if (a->tag || a->recursive)
                 return ctl_usage_error("check: --tag and --recursive are options of hash");
+        if (a->n_rest == 0 && isatty(STDIN_FILENO))
+                ctl_err("reading checksum lines from standard input (Ctrl-D ends them)");
         s.manifests = calloc(s.n_files, sizeof(*s.manifests));
         if (!s.manifests) {
                 ctl_err("Out of memory.");
@@ -317,9 +369,10 @@ int verb_check(Args *a)
         }
         r = ctl_run_items(a, &source, check_result, &s);
         for (size_t i = 0; i < s.n_files; i++) {
-                manifest_free(s.manifests[i].m);
+                manifest_reader_free(s.manifests[i].rd);
                 free(s.manifests[i].q);
         }
+        free(s.entry.name);
         free(s.manifests);
         if (r == -ENOMEM)
                 ctl_err("Out of memory.");

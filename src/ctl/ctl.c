@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,12 @@
 #include "ctl/output.h"
 #include "ctl/run.h"
 #include "ctl/walk.h"
+#include "protocol/bus.h"
 
 typedef struct HashState {
         const Args *args;
         size_t ok, failed, skipped;
+        size_t directories;     /* inputs that failed as directories (no -r) */
         uint64_t bytes;
 } HashState;
 
@@ -68,6 +71,8 @@ static void hash_result(const RunItem *item, const RunResult *r, void *userdata)
                 return;
         }
         s->failed++;
+        if (r->status == RUN_ERROR && r->error == -EISDIR)
+                s->directories++;
         const char *reason = r->message ? r->message : "failed";
         if (a->json && a->algos.n > 1)
                 (void)output_write_json_set_result(stdout, item->name, &a->algos, NULL, 0, reason, NULL);
@@ -120,7 +125,12 @@ static int verb_hash(Args *a)
         WalkSource ws = { .walk = w, .algo = a->algo };
         RunSource source = { .next = walk_source_next, .userdata = &ws };
 
+        /* A person at a terminal who typed no FILE waits for nothing: say what is read. */
+        if (a->n_rest == 0 && !a->keyed && isatty(STDIN_FILENO))
+                ctl_err("reading standard input (Ctrl-D ends it)");
         r = ctl_run_items(a, &source, hash_result, &s);
+        if (s.directories > 0 && !a->recursive && !a->json)
+                ctl_err("to hash the files in a directory, add -r");
         if (a->json) {
                 char names[HASH_SET_NAMES_MAX];
 
@@ -185,8 +195,9 @@ static int verb_bus(Args *a)
 
         r = bus_open_fhashd(a->bus_kind, a->address, &bus, &error);
         if (r < 0) {
-                ctl_err("cannot reach fhashd: %s",
-                    sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
+                _cleanup_free_ char *why = bus_explain_open_error(a->bus_kind, a->address, r, &error);
+
+                ctl_err_unreachable(error.name, why ?: strerror(-r));
                 return CTL_EXIT_FAILED;
         }
         if (streq(a->verb, "status"))
@@ -203,10 +214,37 @@ static int verb_bus(Args *a)
                 r = ctl_bus_watch(bus, a->rest[0], &progress, stdout, &error);
         }
         if (r < 0) {
-                ctl_err("%s: %s", a->verb, sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
+                if (needs_job)
+                        ctl_err_job(a->verb, a->rest[0], r, &error);
+                else
+                        ctl_err("%s: %s", a->verb, sd_bus_error_is_set(&error) && error.message ? error.message : strerror(-r));
                 return CTL_EXIT_FAILED;
         }
         return r > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+}
+
+/* Ctrl-C (or a SIGTERM, a hang-up) ends fhashctl as before, but not with the progress line left on the
+ * terminal: it is wiped, then the signal is raised again with its default action, so that the shell
+ * sees a process killed by it. */
+static void on_fatal_signal(int sig)
+{
+        progress_erase_from_signal();
+        (void)raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+        struct sigaction sa = { .sa_handler = on_fatal_signal, .sa_flags = SA_RESETHAND };
+
+        (void)sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+                struct sigaction old;
+
+                /* An ignored signal (nohup, a shell's background job) stays ignored. */
+                if (sigaction(sigs[i], NULL, &old) >= 0 && old.sa_handler != SIG_IGN)
+                        (void)sigaction(sigs[i], &sa, NULL);
+        }
 }
 
 int ctl_main(int argc, char *argv[])
@@ -215,6 +253,9 @@ int ctl_main(int argc, char *argv[])
         int r;
 
         setlocale(LC_ALL, "");
+        install_signal_handlers();
+        /* A person reads a terminal: no control character in a name reaches it raw. */
+        output_set_terminal(isatty(STDOUT_FILENO));
         r = ctl_parse_args(argc, argv, &a);
         if (r == 0)
                 r = CTL_EXIT_OK;

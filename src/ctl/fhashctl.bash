@@ -6,7 +6,7 @@ _fhashctl()
     local cur prev words cword
     _init_completion -s || return
 
-    local verbs="hash check jobs watch cancel status algorithms"
+    local verbs="hash check audit jobs watch cancel status algorithms"
     local global="--local --daemon --system --user --address --no-direct --help --version"
     local -A opts=(
         [audit]="-a --algorithm -q --quiet --status --json --update --progress --no-progress --no-cache --io"
@@ -58,7 +58,7 @@ _fhashctl()
         return
     fi
     case $verb in
-        hash | check) _filedir ;;
+        hash | check | audit) _filedir ;;
         watch | cancel)
             COMPREPLY=($(compgen -W "$(fhashctl jobs 2>/dev/null | awk 'NR > 1 { print $1 }')" -- "$cur")) ;;
     esac

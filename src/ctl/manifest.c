@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +338,84 @@ Manifest *manifest_free(Manifest *m)
         free(m->bad_lines);
         free(m);
         return NULL;
+}
+
+struct ManifestReader {
+        FILE *f;
+        ManifestParseOptions o;
+        char *line;
+        size_t line_alloc;
+        unsigned lineno;
+        int end;       /* MANIFEST_READ_END or -errno once reading stopped, else 1 */
+};
+
+int manifest_reader_new(const char *path, const ManifestParseOptions *o, ManifestReader **ret)
+{
+        _cleanup_close_ int fd = -EBADF;
+        ManifestReader *r;
+
+        if (streq(path, "-"))
+                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        else
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->f = fdopen(fd, "r");
+        if (!r->f) {
+                free(r);
+                return negative_errno();
+        }
+        TAKE_FD(fd);
+        r->o = *o;
+        r->end = 1;
+        *ret = r;
+        return 0;
+}
+
+int manifest_reader_next(ManifestReader *r, ManifestEntry *ret)
+{
+        while (r->end > 0) {
+                ManifestEntry e;
+                ssize_t n;
+                int k;
+
+                errno = 0;
+                n = getdelim(&r->line, &r->line_alloc, r->o.zero ? '\0' : '\n', r->f);
+                if (n < 0) {
+                        /* getdelim() fails ENOMEM without marking the stream: not an end. */
+                        r->end = ferror(r->f) || errno == ENOMEM ? -(errno ?: EIO) : MANIFEST_READ_END;
+                        break;
+                }
+                r->lineno++;
+                if (n > 0 && r->line[n - 1] == (r->o.zero ? '\0' : '\n'))
+                        n--;
+                k = parse_line(r->line, (size_t)n, &r->o, &e);
+                if (k == 0)
+                        continue;
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0) {
+                        *ret = (ManifestEntry){ .line = r->lineno };
+                        return MANIFEST_READ_BAD;
+                }
+                e.line = r->lineno;
+                *ret = e;
+                return MANIFEST_READ_ENTRY;
+        }
+        return r->end;
+}
+
+ManifestReader *manifest_reader_free(ManifestReader *r)
+{
+        if (!r)
+                return NULL;
+        if (r->f)
+                (void)fclose(r->f);
+        free(r->line);
+        return mfree(r);
 }
 
 int manifest_read(const char *path, char **ret, size_t *ret_size)

@@ -65,6 +65,26 @@ typedef struct ManifestParseOptions {
 
 /* manifest_parse() with every option. */
 int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret);
+/*
+ * A manifest read a line at a time (fhashctl check): its memory is one line's, whatever its size.
+ * Lines are parsed as manifest_parse_with() parses them, and blank and comment lines are skipped.
+ */
+typedef struct ManifestReader ManifestReader;
+
+enum {
+        MANIFEST_READ_END,    /* no more lines */
+        MANIFEST_READ_ENTRY,  /* *ret is an entry (its name malloc'd: the caller's to free) */
+        MANIFEST_READ_BAD,    /* an improperly formatted line: only ret->line is set */
+};
+
+/* Opens path ("-": standard input). Returns 0 or -errno (the file could not be opened). */
+int manifest_reader_new(const char *path, const ManifestParseOptions *o, ManifestReader **ret);
+/* The next entry or bad line, MANIFEST_READ_END, or -errno (reading failed: -EIO, -EISDIR, ...;
+ * -ENOMEM). After an error or the end, it returns the same again. */
+int manifest_reader_next(ManifestReader *r, ManifestEntry *ret);
+ManifestReader *manifest_reader_free(ManifestReader *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ManifestReader *, manifest_reader_free);
+
 /* The algorithm a manifest's name says, as the tools that write them name them, or _HASH_ALGO_INVALID. */
 HashAlgo manifest_algo_from_filename(const char *path);
 /* Reads a whole manifest ("-": standard input) into a malloc'd buffer. Returns 0 or -errno. */

@@ -7,14 +7,41 @@
 #include "basic/utf8.h"
 #include "ctl/output.h"
 
-bool output_name_needs_escape(const char *name)
+/* On a terminal (output_set_terminal()), besides coreutils' three escapes. */
+static bool escape_controls;
+
+void output_set_terminal(bool on)
 {
-        return strpbrk(name, "\n\r\\") != NULL;
+        escape_controls = on;
 }
 
-static int write_escaped(FILE *f, const char *name)
+/* What quotef() escapes is what a terminal may act on: a C0 control or DEL, a C1 control (U+0080..U+009F),
+ * a byte that is not part of valid UTF-8 (0x9b alone is CSI to a terminal that reads 8-bit controls). */
+static bool quote_is_escape(const unsigned char *p, size_t *ret_n);
+
+static bool is_control(const char *p, size_t *ret_n)
 {
-        for (const char *p = name; *p; p++) {
+        return quote_is_escape((const unsigned char *)p, ret_n);
+}
+
+bool output_name_needs_escape(const char *name)
+{
+        if (strpbrk(name, "\n\r\\"))
+                return true;
+        if (!escape_controls)
+                return false;
+        for (size_t n; *name; name += n)
+                if (is_control(name, &n))
+                        return true;
+        return false;
+}
+
+int output_write_name(FILE *f, const char *name, bool escape)
+{
+        if (!escape)
+                return fputs(name, f) == EOF ? -EIO : 0;
+        for (const char *p = name; *p;) {
+                size_t n = 1;
                 int r;
 
                 switch (*p) {
@@ -28,17 +55,26 @@ static int write_escaped(FILE *f, const char *name)
                         r = fputs("\\\\", f);
                         break;
                 default:
-                        r = putc(*p, f);
+                        if (!escape_controls)
+                                r = putc(*p, f);
+                        else if (is_control(p, &n)) {
+                                r = 0;
+                                for (size_t k = 0; k < n && r >= 0; k++)
+                                        r = fprintf(f, "\\x%02x", (unsigned char)p[k]);
+                        } else
+                                r = fwrite(p, 1, n, f) == n ? 0 : EOF; /* a whole UTF-8 character */
                 }
-                if (r == EOF)
+                if (r < 0)
                         return -EIO;
+                p += n;
         }
         return 0;
 }
 
 int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex)
 {
-        bool escape = !zero && output_name_needs_escape(name);
+        /* coreutils' -z writes names raw; on a terminal control characters are escaped all the same. */
+        bool escape = (!zero || escape_controls) && output_name_needs_escape(name);
         size_t size = strlen(hex) / 2;
         char buf[32];
         /* A digest of another length than the default (b2sum -l 256) says so in its tag. */
@@ -63,12 +99,9 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
         } else if (fprintf(f, style == OUTPUT_BINARY ? "%s *" : "%s  ", hex) < 0)
                 return -EIO;
 
-        if (escape) {
-                r = write_escaped(f, name);
-                if (r < 0)
-                        return r;
-        } else if (fputs(name, f) == EOF)
-                return -EIO;
+        r = output_write_name(f, name, escape);
+        if (r < 0)
+                return r;
 
         if (style == OUTPUT_TAGGED && fprintf(f, ") = %s", hex) < 0)
                 return -EIO;
@@ -79,18 +112,11 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
 
 int output_write_check_name(FILE *f, const char *name)
 {
-        /* coreutils 9.1 escapes check-mode names only for a newline (a name with only '\r' or '\\'
-         * is printed raw), and then escapes backslashes too so the line can be read back. */
-        if (!strchr(name, '\n'))
-                return fputs(name, f) == EOF ? -EIO : 0;
-        if (putc('\\', f) == EOF)
+        bool escape = output_name_needs_escape(name);
+
+        if (escape && putc('\\', f) == EOF)
                 return -EIO;
-        for (const char *p = name; *p; p++) {
-                int r = *p == '\n' ? fputs("\\n", f) : *p == '\\' ? fputs("\\\\", f) : putc(*p, f);
-                if (r == EOF)
-                        return -EIO;
-        }
-        return 0;
+        return output_write_name(f, name, escape);
 }
 
 /* True if byte i of name (of length len) must be written as an escape by quotef(). */

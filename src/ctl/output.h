@@ -18,16 +18,33 @@ typedef enum OutputStyle {
         _OUTPUT_STYLE_INVALID = -EINVAL,
 } OutputStyle;
 
-/* True if coreutils would escape this name in a digest line (it holds '\n', '\r' or '\\'). */
+/*
+ * Names in digest lines and in check and audit verdicts, as the newest coreutils writes them in both:
+ * a name that holds '\n', '\r' or '\\' is written with a '\' before the line and those as "\\n",
+ * "\\r" and "\\\\", so that a name cannot end a line or fake another. On a terminal (fhashctl says
+ * so with output_set_terminal() when standard output is one) every other control character, every
+ * C1 control and every byte that is not part of valid UTF-8 is written "\\xHH" as well, in a line
+ * escaped the same way: a hostile name cannot move the cursor, clear the screen or set the title.
+ * Into a pipe or a file those bytes stay raw, as coreutils writes them, so that the output stays a
+ * manifest every tool reads back.
+ */
+void output_set_terminal(bool on);
+
+/* True if the name must be written escaped (output_write_name() with escape, after a leading '\'). */
 bool output_name_needs_escape(const char *name);
 
-/* Writes one digest line. With zero, the line ends with NUL and the name is written raw (coreutils -z);
- * otherwise a name that needs escaping gets coreutils' leading backslash, "\\n", "\\r" and "\\\\".
+/* Writes name raw, or with escape as output_set_terminal() says (the caller writes the leading '\'
+ * at the start of the line). */
+int output_write_name(FILE *f, const char *name, bool escape);
+
+/* Writes one digest line. With zero, the line ends with NUL and the name is written raw (coreutils -z),
+ * but on a terminal; otherwise a name that needs escaping is escaped (see output_set_terminal()).
  * Returns 0 or -errno (-EINVAL for OUTPUT_JSON, which has its own writer). */
 int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex);
 
-/* Writes the name part of a check-mode line ("NAME: OK") as coreutils 9.1 does: only a name that holds
- * a newline is escaped (leading backslash, "\\n" and "\\\\"). */
+/* Writes the name part of a check-mode line ("NAME: OK") as the newest coreutils does: escaped as in a
+ * digest line, its leading '\' included (coreutils 9.1, Debian 12's, escaped only a name that
+ * holds a newline, and printed '\r' raw). */
 int output_write_check_name(FILE *f, const char *name);
 
 /* Quotes a name for a diagnostic the way coreutils' quotef() does in a UTF-8 locale: unchanged when

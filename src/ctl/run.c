@@ -10,6 +10,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "ctl/args.h"
+#include "ctl/bus-verbs.h"
 #include "ctl/run.h"
 #include "fhash/fhash.h"
 
@@ -193,12 +194,14 @@ int ctl_run_items(const Args *a, const RunSource *source, RunResultFn fn, void *
         if (progress.enabled)
                 ho.flags |= FHASH_HASH_PROGRESS;
         r = fhash_client_new(&co, &c, &e);
-        if (r < 0) {
+        if (r == -ENOTCONN)
+                ctl_err_unreachable(e.name, e.message);
+        else if (r < 0)
                 ctl_err("cannot reach fhashd: %s", e.message);
+        if (r < 0)
                 return r;
-        }
         if (fhash_client_get_fallback_reason(c))
-                ctl_err("fhashd is not reachable (%s); hashing in-process", fhash_client_get_fallback_reason(c));
+                ctl_err("%s; hashing in-process", fhash_client_get_fallback_reason(c));
         r = fhash_run_source(c, next_input, &run, &ho, on_result, &run, &fr, &e);
         if (r >= 0)
                 r = run_loop(&run, fr, &e);

@@ -188,6 +188,12 @@ static bool shard_quiet(Shard *s)
         return atomic_load(&e->n_quiet) == e->n_shards;
 }
 
+/* s went quiet and so did every other shard: it may leave (shard_quiet() says so on its next turn). */
+static bool all_quiet(Shard *s)
+{
+        return s->quiet && atomic_load(&s->engine->n_quiet) == s->engine->n_shards;
+}
+
 void shard_init_done(Shard *s, int result)
 {
         Engine *e = s->engine;
@@ -252,10 +258,14 @@ void *shard_main(void *arg)
                         continue;
 
                 /* Nothing to do: announce that we sleep, look once more, then wait for a completion
-                 * or a wake-up (a buffer or work from another shard, a new job, a cancel), or until
-                 * the next stall check while files wait for the kernel. */
+                 * or a wake-up (a buffer or work from another shard, a new job, a cancel, the last
+                 * shard going quiet), or until the next stall check while files wait for the kernel.
+                 * The look covers every condition a waker changes before shard_wake(): one it
+                 * skipped would be lost when the waker ran before parker_prepare() (it sees no
+                 * sleeper and writes nothing), and the shard would sleep a full timed wait. */
                 parker_prepare(&s->io_parker);
                 if (returns_pending(s) || shard_work_pending(s) || atomic_load(&s->control_pending) ||
+                    all_quiet(s) ||
                     (s->deferred && atomic_load(&s->engine->fds_closed) != s->fds_closed_seen)) {
                         parker_cancel(&s->io_parker);
                         continue;

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "basic/macro.h"
 #include "basic/string-table.h"
@@ -73,4 +77,130 @@ int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
                 return r;
         *ret = TAKE_PTR(bus);
         return 0;
+}
+
+/* A value as sd-bus reads it: not empty, '%' only before two hex digits (the specification's escape),
+ * no control character; ',' and ';' end it. */
+static bool address_value_is_valid(const char *v, size_t n)
+{
+        if (n == 0)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)v[i];
+
+                if (c == '%') {
+                        if (n - i < 3 || !isxdigit((unsigned char)v[i + 1]) || !isxdigit((unsigned char)v[i + 2]))
+                                return false;
+                        i += 2;
+                } else if (c < 0x20 || c == 0x7f)
+                        return false;
+        }
+        return true;
+}
+
+/* Each transport sd-bus connects with, and keys of which it needs one. */
+static const struct {
+        const char *transport;
+        const char *const needs[3];
+} address_transports[] = {
+        { "unix", { "path", "abstract", NULL } },
+        { "tcp", { "host", NULL } },
+        { "unixexec", { "path", NULL } },
+        { "x-machine-unix", { "machine", "pid", NULL } },
+};
+
+static bool address_entry_is_valid(const char *e, size_t n)
+{
+        const char *colon = memchr(e, ':', n);
+        size_t t, k;
+        bool has_needed = false;
+
+        if (!colon)
+                return false;
+        t = (size_t)(colon - e);
+        for (k = 0; k < ELEMENTSOF(address_transports); k++)
+                if (strlen(address_transports[k].transport) == t && memcmp(e, address_transports[k].transport, t) == 0)
+                        break;
+        if (k == ELEMENTSOF(address_transports))
+                return false;
+        for (const char *p = colon + 1, *end = e + n; p < end;) {
+                const char *comma = memchr(p, ',', (size_t)(end - p)), *pend = comma ? comma : end;
+                const char *eq = memchr(p, '=', (size_t)(pend - p));
+
+                if (!eq || eq == p || !address_value_is_valid(eq + 1, (size_t)(pend - eq - 1)))
+                        return false;
+                for (size_t i = 0; address_transports[k].needs[i]; i++)
+                        if (strlen(address_transports[k].needs[i]) == (size_t)(eq - p) &&
+                            memcmp(p, address_transports[k].needs[i], (size_t)(eq - p)) == 0)
+                                has_needed = true;
+                p = comma ? comma + 1 : end;
+                if (comma && p == end)
+                        return false;
+        }
+        return has_needed;
+}
+
+bool bus_address_is_valid(const char *address)
+{
+        bool any = false;
+
+        if (!address || !*address)
+                return false;
+        for (const char *p = address; *p;) {
+                size_t n = strcspn(p, ";");
+
+                if (n > 0) {
+                        if (!address_entry_is_valid(p, n))
+                                return false;
+                        any = true;
+                }
+                p += n + (p[n] == ';');
+        }
+        return any;
+}
+
+bool bus_error_is_no_fhashd(const char *error_name)
+{
+        return error_name && (streq(error_name, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
+                              streq(error_name, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
+                              streq(error_name, "org.freedesktop.systemd1.NoSuchUnit") ||
+                              streq(error_name, "org.freedesktop.DBus.Error.Spawn.ServiceNotFound") ||
+                              streq(error_name, "org.freedesktop.DBus.Error.Spawn.ChildExited"));
+}
+
+char *bus_explain_open_error(BusKind kind, const char *address, int r, const sd_bus_error *error)
+{
+        const char *env, *what = kind == BUS_KIND_SYSTEM ? "system bus" : kind == BUS_KIND_USER ? "session bus" : "bus";
+        char *where = NULL, *s = NULL;
+        int k;
+
+        /* Where sd-bus looked, as it decides it (sd_bus_open_system(), sd_bus_open_user()). Freed by
+         * hand: clang-tidy 14 does not see _cleanup_. */
+        if (kind == BUS_KIND_SYSTEM) {
+                env = getenv("DBUS_SYSTEM_BUS_ADDRESS");
+                where = strdup(env && *env ? env : "unix:path=/run/dbus/system_bus_socket");
+        } else if (kind == BUS_KIND_USER) {
+                env = getenv("DBUS_SESSION_BUS_ADDRESS");
+                if (env && *env)
+                        where = strdup(env);
+                else if ((env = getenv("XDG_RUNTIME_DIR")) && *env) {
+                        if (asprintf(&where, "unix:path=%s/bus", env) < 0)
+                                where = NULL;
+                } else
+                        return strdup("no session bus: neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set");
+        } else
+                where = strdup(address ?: "");
+        if (!where)
+                return NULL;
+
+        if (error && sd_bus_error_is_set(error) && bus_error_is_no_fhashd(error->name))
+                k = asprintf(&s, "fhashd is not on the %s at %s (%s)", what, where, error->message ?: error->name);
+        else if (error && sd_bus_error_is_set(error))
+                k = asprintf(&s, "the %s at %s: %s", what, where, error->message ?: error->name);
+        else if (r == -ENOENT || r == -ECONNREFUSED || r == -ENOTCONN || r == -ECONNRESET)
+                k = asprintf(&s, "no %s at %s (%s)", what, where, strerror(-r));
+        else
+                k = asprintf(&s, "cannot connect to the %s at %s (%s)", what, where, strerror(r < 0 ? -r : EIO));
+        free(where);
+        return k < 0 ? NULL : s;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <systemd/sd-bus.h>
 
 typedef enum BusKind {
@@ -26,3 +27,17 @@ int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
 
 /* "system", "user" or "given": for messages. */
 const char *bus_kind_to_string(BusKind kind);
+
+/* Whether address is a D-Bus address sd-bus can connect to: one or more TRANSPORT:KEY=VALUE,...
+ * separated by ';', each a transport sd-bus knows (unix, tcp, unixexec, x-machine-unix) with the key
+ * it needs; values not empty, with '%' only as the specification's %XX escape. */
+bool bus_address_is_valid(const char *address);
+
+/* A connection to fhashd on kind failed with r (and error, when the bus answered): why, in words
+ * for a person, naming the bus and its address ("no system bus at unix:path=/run/dbus/...: No such
+ * file or directory", "fhashd is not on the session bus (unix:path=/run/user/1000/bus): ..."; never
+ * a bare "No medium found"). Returns a malloc'd string, or NULL without memory. */
+char *bus_explain_open_error(BusKind kind, const char *address, int r, const sd_bus_error *error);
+
+/* The bus answered, but nobody owns fhashd's name and nothing activates it. */
+bool bus_error_is_no_fhashd(const char *error_name);
