@@ -443,10 +443,15 @@ static void on_owner_gone(OwnerRef *ref)
         Job *j = container_of(ref, Job, owner_ref);
 
         log_debug("Owner %s of job %" PRIu64 " disconnected%s.", j->owner, j->entry.id,
-                  job_is_finished(j) ? "" : ", cancelling the job");
+                  job_is_finished(j) ? "" : ", ending the job");
         j->owner_gone = true;
 
         if (!job_is_finished(j)) {
+                /* Every input has its result and none can come (the client left right after its last
+                 * result, before the engine's end of the job reached us): done, not cancelled. */
+                bool complete = !j->open && j->n_committed == j->results.n_inputs &&
+                                j->results.files_done == j->results.n_inputs;
+
                 /* Dropping our references cancels the engine side at once, without further
                  * callbacks, and releases its fds and buffers; there is nobody left to send results
                  * to. */
@@ -457,7 +462,7 @@ static void on_owner_gone(OwnerRef *ref)
                                 (void)job_results_set_error(&j->results, i, FHASH_ERROR_CANCELLED, "owner disconnected");
                                 job_input_done(j, i, true);
                         }
-                job_finish(j, true);
+                job_finish(j, !complete || j->cancelled);
         }
         /* What is left lingers like any finished job, for root or the same uid to inspect; it no
          * longer keeps fhashd from exiting when idle (the owner tells the manager). */

@@ -279,7 +279,7 @@ static void test_owner_gone(void **state)
 {
         Fixture *f = *state;
         Registry *reg = &f->c.registry;
-        Job *jobs[2];
+        Job *jobs[2], *closed;
         uint32_t first;
 
         /* Two open jobs of one client: one owner, charged once. */
@@ -289,21 +289,34 @@ static void test_owner_gone(void **state)
                 assert_int_equal(job_fail_input(jobs[i], 0, FHASH_ERROR_NOT_REGULAR, "is a socket"), 0);
                 assert_int_equal(job_start(jobs[i], f->conn), 0);
         }
+        /* And a closed one whose every input has its result, not finished yet (its end comes on the
+         * next turn of the loop, as the engine's end of a job does): the client may leave first, as
+         * soon as it has the results. */
+        closed = new_job(f, UID_B, "b/direct/2", false);
+        assert_int_equal(job_begin_inputs(closed, 1, &first), 0);
+        assert_int_equal(job_fail_input(closed, 0, FHASH_ERROR_NOT_REGULAR, "is a socket"), 0);
+        assert_int_equal(job_start(closed, f->conn), 0);
+        assert_false(job_is_finished(closed));
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 1);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 2);
 
-        /* The client leaves: its jobs end cancelled, and nothing is charged any more. */
+        /* The client leaves: its open jobs end cancelled, the complete one as it would have, and
+         * nothing is charged any more. */
         owner_disconnected(&f->c, "a/direct/1");
+        owner_disconnected(&f->c, "b/direct/2");
         for (size_t i = 0; i < ELEMENTSOF(jobs); i++) {
                 assert_int_equal(jobs[i]->state, JOB_CANCELLED);
                 assert_true(jobs[i]->owner_gone);
         }
+        assert_int_equal(closed->state, JOB_FAILED);
+        assert_int_equal(closed->results.files_failed, 1);
         assert_int_equal(registry_n_owners(reg), 0);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 0);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_JOBS), 0);
         owner_disconnected(&f->c, "a/direct/1");
         for (size_t i = 0; i < ELEMENTSOF(jobs); i++)
                 job_free(jobs[i]);
+        job_free(closed);
 }
 
 static bool peer_gone(const Job *j)
