@@ -66,9 +66,6 @@ static int load(const char *dir, Input **ret, size_t *ret_n)
         return 0;
 }
 
-/* Bytes that matter to the parser, so that mutations reach its corners. */
-static const char interesting[] = "\\\n\r\t ()=*#_-0123456789abcdefABCDEFSHA256BLAKE3XXH3MD5\0\xff\xc3";
-
 static size_t mutate(uint8_t *buf, size_t size, size_t cap, const Input *corpus, size_t n)
 {
         unsigned rounds = 1 + next() % 8;
@@ -83,12 +80,12 @@ static size_t mutate(uint8_t *buf, size_t size, size_t cap, const Input *corpus,
                         break;
                 case 1: /* overwrite with an interesting byte */
                         if (size)
-                                buf[pos] = (uint8_t)interesting[next() % (sizeof(interesting) - 1)];
+                                buf[pos] = (uint8_t)fuzz_interesting[next() % fuzz_interesting_size];
                         break;
                 case 2: /* insert one */
                         if (size < cap) {
                                 memmove(buf + pos + 1, buf + pos, size - pos);
-                                buf[pos] = (uint8_t)interesting[next() % (sizeof(interesting) - 1)];
+                                buf[pos] = (uint8_t)fuzz_interesting[next() % fuzz_interesting_size];
                                 size++;
                         }
                         break;
