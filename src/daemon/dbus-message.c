@@ -816,9 +816,9 @@ int dbus_message_parse(const uint8_t *m, size_t len, size_t n_fds, DBusHeader *r
                 why = R_BODY_WITHOUT_SIGNATURE;
         else if (h.has_unix_fds && h.unix_fds == 0)
                 why = R_FDS_ZERO;
-        else if (h.unix_fds > n_fds)
+        else if (n_fds != DBUS_FDS_UNCHECKED && h.unix_fds > n_fds)
                 why = R_FDS_MORE;
-        else if (h.unix_fds < n_fds)
+        else if (n_fds != DBUS_FDS_UNCHECKED && h.unix_fds < n_fds)
                 why = h.has_unix_fds ? R_FDS_FEWER : R_FDS_UNDECLARED;
         else
                 why = check_required(&h);
@@ -835,7 +835,8 @@ fail:
 
 /* The rewritten header's fields after the fixed header, written to out unless it is NULL; returns
  * the header's length (with its padding), or -EBADMSG. */
-static ssize_t rewrite_fields(const uint8_t *m, const DBusHeader *h, const char *new_member, uint8_t *out)
+static ssize_t rewrite_fields(const uint8_t *m, const DBusHeader *h, const char *new_member, unsigned flags,
+                              uint8_t *out)
 {
         Reader r = { .m = m, .end = DBUS_MESSAGE_FIXED_SIZE + h->fields_size, .big_endian = h->big_endian };
         size_t o = DBUS_MESSAGE_FIXED_SIZE;
@@ -862,7 +863,7 @@ static ssize_t rewrite_fields(const uint8_t *m, const DBusHeader *h, const char 
                         if (out) {
                                 memcpy(out + at, m + f.start, n);
                                 /* The value is the signature's length byte, its text, its NUL. */
-                                if (f.code == DBUS_FIELD_SIGNATURE)
+                                if (f.code == DBUS_FIELD_SIGNATURE && (flags & DBUS_REWRITE_FDS_AS_INDEXES))
                                         for (uint8_t *c = out + at + (f.value - f.start) + 1; *c; c++)
                                                 if (*c == 'h')
                                                         *c = 'u';
@@ -888,8 +889,8 @@ size_t dbus_message_rewrite_max(const DBusHeader *h, const char *new_member)
                (new_member ? ALIGN_TO(8 + strlen(new_member) + 1, 8) : 0);
 }
 
-ssize_t dbus_message_rewrite(const uint8_t *m, const DBusHeader *h, const char *new_member, uint8_t *out,
-                             size_t out_size)
+ssize_t dbus_message_rewrite(const uint8_t *m, const DBusHeader *h, const char *new_member, unsigned flags,
+                             uint8_t *out, size_t out_size)
 {
         ssize_t n;
 
@@ -897,10 +898,10 @@ ssize_t dbus_message_rewrite(const uint8_t *m, const DBusHeader *h, const char *
                 return -EINVAL;
         if (m[0] != (h->big_endian ? 'B' : 'l') || get32(m + 12, h->big_endian) != h->fields_size)
                 return -EBADMSG;
-        n = rewrite_fields(m, h, new_member, NULL);
+        n = rewrite_fields(m, h, new_member, flags, NULL);
         if (n < 0)
                 return n;
         if ((size_t)n > out_size)
                 return -ENOBUFS;
-        return rewrite_fields(m, h, new_member, out);
+        return rewrite_fields(m, h, new_member, flags, out);
 }

@@ -86,19 +86,26 @@ int dbus_message_size(const uint8_t head[DBUS_MESSAGE_FIXED_SIZE], size_t *ret_t
  * the rule, fit for a log line or a D-Bus error ("PATH is not a valid object path"); *ret is then
  * left as it was. */
 int dbus_message_parse(const uint8_t *m, size_t len, size_t n_fds, DBusHeader *ret, const char **ret_why);
+/* For dbus_message_parse()'s n_fds: not known (fewer came than were sent, and the caller says so
+ * itself); the UNIX_FDS field is then not compared. */
+#define DBUS_FDS_UNCHECKED ((size_t)-1)
 
 /* Writes into out the fixed header and header fields of the message m that h describes (both as
  * dbus_message_parse() left them), changed so that sd-bus can take it with no fds: the UNIX_FDS
- * field left out, every 'h' of SIGNATURE turned into 'u' (a body stays valid: both are a 4-byte
- * aligned uint32, the fd's index), and MEMBER's value replaced by new_member if not NULL. Every
+ * field left out, with DBUS_REWRITE_FDS_AS_INDEXES every 'h' of SIGNATURE turned into 'u' (a body
+ * stays valid: both are a 4-byte aligned uint32, the fd's index), and MEMBER's value replaced by
+ * new_member if not NULL. Every
  * other field, known or not, is copied byte for byte, in the same order and byte order, and the
  * fixed header keeps its type, flags, serial and body length. The result ends with the padding to
  * 8 bytes: the body, m + DBUS_MESSAGE_FIXED_SIZE + ALIGN8(h->fields_size), follows it unchanged.
  * Returns the header's length (a multiple of 8), -ENOBUFS if out_size is smaller (out is then
  * untouched; dbus_message_rewrite_max() is always enough), -EINVAL if new_member is not a valid
  * member name or the message has no MEMBER to replace, -EBADMSG if m does not parse as h says. */
-ssize_t dbus_message_rewrite(const uint8_t *m, const DBusHeader *h, const char *new_member, uint8_t *out,
-                             size_t out_size);
+ssize_t dbus_message_rewrite(const uint8_t *m, const DBusHeader *h, const char *new_member, unsigned flags,
+                             uint8_t *out, size_t out_size);
+/* dbus_message_rewrite() flags: every 'h' of SIGNATURE becomes a 'u' (for a handler that reads the
+ * fds' indexes itself); without it the signature is kept. */
+#define DBUS_REWRITE_FDS_AS_INDEXES 1u
 
 /* How large out must be for dbus_message_rewrite(m, h, new_member, ...), at most. */
 size_t dbus_message_rewrite_max(const DBusHeader *h, const char *new_member);

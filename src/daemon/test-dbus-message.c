@@ -382,13 +382,13 @@ static void check_rewrite(Oracle *o, const uint8_t *m, const DBusHeader *h, cons
         ssize_t n;
 
         assert_non_null(out);
-        n = dbus_message_rewrite(m, h, new_member, out, max);
+        n = dbus_message_rewrite(m, h, new_member, DBUS_REWRITE_FDS_AS_INDEXES, out, max);
         CHECK(n >= 16 && n % 8 == 0 && (size_t)n <= max);
         /* Too small by one byte: refused, and nothing written. */
         small = malloc((size_t)n);
         assert_non_null(small);
         memset(small, 0xaa, (size_t)n);
-        CHECK(dbus_message_rewrite(m, h, new_member, small, (size_t)n - 1) == -ENOBUFS);
+        CHECK(dbus_message_rewrite(m, h, new_member, DBUS_REWRITE_FDS_AS_INDEXES, small, (size_t)n - 1) == -ENOBUFS);
         for (ssize_t i = 0; i < n; i++)
                 CHECK(small[i] == 0xaa);
         free(small);
@@ -1716,7 +1716,7 @@ static void test_rewrite(void **state)
                 buf_u32(&e.body, 0);
                 eb = msg_finish(&e, &elen);
 
-                n = dbus_message_rewrite(b, &h, "HashFdsChecked", out, sizeof(out));
+                n = dbus_message_rewrite(b, &h, "HashFdsChecked", DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out));
                 assert_int_equal(n, (ssize_t)(elen - 4));
                 memcpy(expect, eb, elen - 4);
                 assert_memory_equal(out, expect, (size_t)n);
@@ -1724,23 +1724,31 @@ static void test_rewrite(void **state)
                 assert_int_equal(dbus_message_parse(out, (size_t)n + 4, 0, &h2, &why), 0);
                 assert_string_equal(h2.member, "HashFdsChecked");
                 assert_string_equal(h2.signature, "ua{su}(iu)");
+                /* Without DBUS_REWRITE_FDS_AS_INDEXES the signature stays: only UNIX_FDS goes. */
+                n = dbus_message_rewrite(b, &h, NULL, 0, out, sizeof(out));
+                assert_true(n > 0);
+                memcpy(out + n, b + len - 4, 4);
+                assert_int_equal(dbus_message_parse(out, (size_t)n + 4, 0, &h2, &why), 0);
+                assert_string_equal(h2.member, "HashFds");
+                assert_string_equal(h2.signature, "ha{sh}(ih)");
+                assert_false(h2.has_unix_fds);
 
                 /* A new member that is not one, or no MEMBER to replace. */
-                assert_int_equal(dbus_message_rewrite(b, &h, "Hash.Fds", out, sizeof(out)), -EINVAL);
-                assert_int_equal(dbus_message_rewrite(b, &h, "", out, sizeof(out)), -EINVAL);
+                assert_int_equal(dbus_message_rewrite(b, &h, "Hash.Fds", DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out)), -EINVAL);
+                assert_int_equal(dbus_message_rewrite(b, &h, "", DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out)), -EINVAL);
                 free(b);
                 free(eb);
                 base_return(&m, 0);
                 b = msg_finish(&m, &len);
                 assert_int_equal(dbus_message_parse(b, len, 0, &h, &why), 0);
-                assert_int_equal(dbus_message_rewrite(b, &h, "Ping", out, sizeof(out)), -EINVAL);
+                assert_int_equal(dbus_message_rewrite(b, &h, "Ping", DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out)), -EINVAL);
                 /* Bytes that are not the message h describes: another byte order, a field changed. */
                 b[0] = be ? 'l' : 'B';
-                assert_int_equal(dbus_message_rewrite(b, &h, NULL, out, sizeof(out)), -EBADMSG);
+                assert_int_equal(dbus_message_rewrite(b, &h, NULL, DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out)), -EBADMSG);
                 b[0] = be ? 'B' : 'l';
-                assert_int_equal(dbus_message_rewrite(b, &h, NULL, out, sizeof(out)), 16 + 48);
+                assert_int_equal(dbus_message_rewrite(b, &h, NULL, DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out)), 16 + 48);
                 b[h.destination - (const char *)b] = '.';
-                assert_int_equal(dbus_message_rewrite(b, &h, NULL, out, sizeof(out)), -EBADMSG);
+                assert_int_equal(dbus_message_rewrite(b, &h, NULL, DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out)), -EBADMSG);
                 free(b);
         }
         msg_free(&m);
@@ -1781,7 +1789,7 @@ static void test_made_by_sd_bus(void **state)
                 ssize_t n;
 
                 assert_int_equal(dbus_message_parse(buf, len, 2, &h, NULL), 0);
-                n = dbus_message_rewrite(buf, &h, NULL, out, sizeof(out));
+                n = dbus_message_rewrite(buf, &h, NULL, DBUS_REWRITE_FDS_AS_INDEXES, out, sizeof(out));
                 assert_true(n > 0);
                 memcpy(out + n, buf + 16 + ALIGN_TO((size_t)h.fields_size, 8), h.body_size);
                 assert_int_equal(oracle_verdict(oracle, out, (size_t)n + h.body_size, 0, &call, NULL), 1);

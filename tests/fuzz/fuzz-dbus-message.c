@@ -109,14 +109,14 @@ static void check_rewrite(const uint8_t *m, const DBusHeader *h, const char *new
         ssize_t n;
 
         REQUIRE(out);
-        n = dbus_message_rewrite(m, h, new_member, out, max);
+        n = dbus_message_rewrite(m, h, new_member, DBUS_REWRITE_FDS_AS_INDEXES, out, max);
         if (new_member && !h->member) {
                 REQUIRE(n == -EINVAL);
                 free(out);
                 return;
         }
         REQUIRE(n >= 16 && n % 8 == 0 && (size_t)n <= max);
-        REQUIRE(dbus_message_rewrite(m, h, new_member, out, (size_t)n - 1) == -ENOBUFS);
+        REQUIRE(dbus_message_rewrite(m, h, new_member, DBUS_REWRITE_FDS_AS_INDEXES, out, (size_t)n - 1) == -ENOBUFS);
         memcpy(out + n, m + body, h->body_size);
         REQUIRE(dbus_message_parse(out, (size_t)n + h->body_size, 0, &b, NULL) == 0);
         REQUIRE(b.type == h->type && b.flags == h->flags && b.serial == h->serial);
