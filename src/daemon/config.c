@@ -13,6 +13,7 @@
 
 #include "basic/time-util.h"
 #include "daemon/config.h"
+#include "fhash/fhash-dbus.h"
 #include "basic/macro.h"
 
 #define KEY(id, n, t, field, def, lo, hi, opt, arg, text)                                                  \
@@ -428,15 +429,28 @@ void config_to_engine_config(const FhashConfig *c, EngineConfig *ret)
         };
 }
 
-UserLimit config_fd_limit(uint64_t nofile)
+void config_fd_limits(uint64_t nofile, unsigned max_open, UserLimit ret[_USER_RESOURCE_MAX])
 {
-        /* Kept for fhashd itself: the ring, the bus, direct connections, the engine's opens by path
-         * and the fds that arrive in messages before a handler sees them. An fd a message brings
-         * that cannot be received (EMFILE) costs sd-bus the whole connection. */
-        uint64_t headroom = MAX(nofile / 8, (uint64_t)FDS_HEADROOM_MIN);
-        uint64_t total = nofile > 2 * headroom ? nofile - headroom : nofile / 2;
+        /* Kept for fhashd itself, never given to a caller: the bus socket and its gate's pair, the
+         * driver connection, five per direct connection (the client's socket and the gate's dup of it,
+         * the pair to sd-bus, the gate's dup of sd-bus's end; as many connections as the limit allows
+         * or a 64th of the fds), the engine's opens by path, rings, pipes, the closer's, and room to
+         * receive two messages' fds (SCM_MAX_FD each) when every budget is spent, so that no read of a
+         * socket of ours ever finds the table full. */
+        uint64_t own = 64 + 5 * MIN((uint64_t)PEERS_MAX, nofile / 64) + max_open + 2 * FDS_PER_MESSAGE_MAX;
+        uint64_t headroom = MAX(nofile / 16, own);
+        uint64_t rest = nofile > 2 * headroom ? nofile - headroom : nofile / 2;
+        uint64_t transit = MAX(rest / 8, (uint64_t)TRANSIT_MIN), closing = MAX(rest / 8, 2 * (uint64_t)CLOSING_MIN_PER_UID);
+        uint64_t inputs = rest > transit + closing ? rest - transit - closing : rest / 4;
 
-        return (UserLimit){ .per_uid = total / 4, .total = total, .reserve = total / 8 };
+        /* Inputs: a quarter each, an eighth root's alone. */
+        ret[USER_RESOURCE_FDS] = (UserLimit){ .per_uid = inputs / 4, .total = inputs, .reserve = inputs / 8 };
+        /* On their way in: a gate reads a socket with room for what the uid may still take. */
+        ret[USER_RESOURCE_TRANSIT] = (UserLimit){ .per_uid = MAX(transit / 4, (uint64_t)FHASH_MAX_FDS_PER_CALL),
+                                                   .total = transit, .reserve = transit / 8 };
+        /* Waiting for the closer: what a silent FUSE server can make a user cost fhashd. */
+        ret[USER_RESOURCE_CLOSING] = (UserLimit){ .per_uid = MAX(closing / 8, (uint64_t)CLOSING_MIN_PER_UID),
+                                                   .total = closing, .reserve = closing / 8 };
 }
 
 void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MAX])
@@ -452,7 +466,7 @@ void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MA
         ret[USER_RESOURCE_MEMORY] = (UserLimit){ .per_uid = c->max_memory_per_uid,
                                                   .total = 4 * c->max_memory_per_uid,
                                                   .reserve = c->max_memory_per_uid };
-        ret[USER_RESOURCE_FDS] = config_fd_limit(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                                                         ? (uint64_t)rl.rlim_cur
-                                                         : 1024);
+        config_fd_limits(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur
+                                                                                             : 1024,
+                         c->max_open_files, ret);
 }

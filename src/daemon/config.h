@@ -110,10 +110,15 @@ const ConfigKey *config_key(ConfigKeyId id);
 #define PEERS_MAX 256u
 #define PEERS_MAX_PER_UID 16u
 #define PEERS_RESERVE_ROOT 16u
-/* Callers' fds held for inputs (USER_RESOURCE_FDS), from RLIMIT_NOFILE: at least this many (or an
- * eighth) are kept for fhashd itself; of the rest one uid may hold a quarter, and an eighth is
- * root's alone. With the unit's LimitNOFILE=65536: 14336 per uid, 57344 in all. */
-#define FDS_HEADROOM_MIN 512u
+/* The fds a caller can make fhashd hold, from RLIMIT_NOFILE (config_fd_limits()): after what fhashd
+ * keeps for itself (a sixteenth, or what its own sockets, opens and two messages' fds need), an eighth
+ * for fds on their way in (USER_RESOURCE_TRANSIT), an eighth for fds waiting for the closer
+ * (USER_RESOURCE_CLOSING), the rest for inputs (USER_RESOURCE_FDS). With the unit's
+ * LimitNOFILE=65536: inputs 46080 (11520 per uid), on their way in 7680 (1920 per uid), waiting
+ * to be closed 7680 (960 per uid). */
+#define FDS_PER_MESSAGE_MAX 253u   /* SCM_MAX_FD: the most one sendmsg() can carry */
+#define CLOSING_MIN_PER_UID 64u
+#define TRANSIT_MIN 64u
 
 /* The built-in defaults (every key at its default_value). */
 FhashConfig config_defaults(void);
@@ -142,5 +147,6 @@ void config_to_engine_config(const FhashConfig *c, EngineConfig *ret);
  * connections from the fixed limits above, fds from RLIMIT_NOFILE as it is now (fhashd raises it to
  * its hard limit first). */
 void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MAX]);
-/* The fd budget (USER_RESOURCE_FDS) for a soft RLIMIT_NOFILE of nofile. */
-UserLimit config_fd_limit(uint64_t nofile);
+/* The fd budgets (USER_RESOURCE_FDS, _TRANSIT, _CLOSING) for a soft RLIMIT_NOFILE of nofile and
+ * the engine's MaxOpenFiles; the other entries of ret are left as they are. */
+void config_fd_limits(uint64_t nofile, unsigned max_open, UserLimit ret[_USER_RESOURCE_MAX]);

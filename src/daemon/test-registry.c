@@ -138,15 +138,35 @@ static void test_root_reserve(void **state)
         user_unref(root);
         user_registry_done(&ur);
 
-        /* The fd budget: the unit's LimitNOFILE=65536, and a hand-started fhashd's 1024. */
-        limits[USER_RESOURCE_FDS] = config_fd_limit(65536);
-        assert_int_equal(limits[USER_RESOURCE_FDS].total, 57344);
-        assert_int_equal(limits[USER_RESOURCE_FDS].per_uid, 14336);
-        assert_int_equal(limits[USER_RESOURCE_FDS].reserve, 7168);
-        limits[USER_RESOURCE_FDS] = config_fd_limit(1024);
-        assert_int_equal(limits[USER_RESOURCE_FDS].total, 512);
-        assert_int_equal(limits[USER_RESOURCE_FDS].per_uid, 128);
-        assert_int_equal(config_fd_limit(64).total, 32);
+        /* The fd budgets: the unit's LimitNOFILE=65536, and a hand-started fhashd's 1024. */
+        config_fd_limits(65536, 64, limits);
+        assert_int_equal(limits[USER_RESOURCE_FDS].total, 46080);
+        assert_int_equal(limits[USER_RESOURCE_FDS].per_uid, 11520);
+        assert_int_equal(limits[USER_RESOURCE_FDS].reserve, 5760);
+        assert_int_equal(limits[USER_RESOURCE_TRANSIT].total, 7680);
+        assert_int_equal(limits[USER_RESOURCE_TRANSIT].per_uid, 1920);
+        assert_int_equal(limits[USER_RESOURCE_CLOSING].total, 7680);
+        assert_int_equal(limits[USER_RESOURCE_CLOSING].per_uid, 960);
+        /* What fhashd keeps for itself, with all three budgets spent, is never less than its own
+         * sockets and two messages' fds need. */
+        for (uint64_t nofile = 1024; nofile <= (1u << 20); nofile *= 2) {
+                uint64_t sum = 0;
+
+                config_fd_limits(nofile, 64, limits);
+                sum = limits[USER_RESOURCE_FDS].total + limits[USER_RESOURCE_TRANSIT].total +
+                      limits[USER_RESOURCE_CLOSING].total;
+                if (nofile >= 16384)
+                        assert_true(nofile - sum >= 64 + 5 * PEERS_MAX + 64 + 2 * FDS_PER_MESSAGE_MAX);
+                assert_true(sum <= nofile / 2 || nofile - sum >= nofile / 16);
+                for (UserResource r = USER_RESOURCE_FDS; r <= USER_RESOURCE_CLOSING; r++)
+                        if (r == USER_RESOURCE_FDS || r >= USER_RESOURCE_TRANSIT)
+                                assert_true(limits[r].per_uid > 0 && limits[r].total >= limits[r].per_uid);
+        }
+        /* A hand-started fhashd with 1024 fds: half for itself. */
+        config_fd_limits(1024, 64, limits);
+        assert_int_equal(limits[USER_RESOURCE_FDS].total + limits[USER_RESOURCE_TRANSIT].total +
+                         limits[USER_RESOURCE_CLOSING].total, 512);
+        assert_int_equal(limits[USER_RESOURCE_FDS].per_uid, 80);
 
         config_to_user_limits(&conf, limits);
         for (UserResource r = USER_RESOURCE_OWNERS; r < _USER_RESOURCE_MAX; r++) {

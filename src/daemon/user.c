@@ -9,7 +9,8 @@
 static const char *const user_resource_table[_USER_RESOURCE_MAX] = {
         [USER_RESOURCE_JOBS] = "jobs",   [USER_RESOURCE_FILES] = "files", [USER_RESOURCE_OWNERS] = "owners",
         [USER_RESOURCE_PEERS] = "peers", [USER_RESOURCE_FDS] = "fds",
-        [USER_RESOURCE_MEMORY] = "bytes of job data",
+        [USER_RESOURCE_MEMORY] = "bytes of job data", [USER_RESOURCE_TRANSIT] = "fds on their way in",
+        [USER_RESOURCE_CLOSING] = "fds waiting to be closed",
 };
 
 DEFINE_STRING_TABLE_LOOKUP(user_resource, UserResource, user_resource_table, _USER_RESOURCE_MAX,
@@ -95,20 +96,30 @@ static int user_check_one(UserRegistry *ur, uid_t uid, uint64_t used, UserResour
         return 0;
 }
 
+uint64_t user_room(UserRegistry *ur, uid_t uid, UserResource r)
+{
+        const UserLimit *l = &ur->limits[r];
+        uint64_t used = user_used(user_registry_find(ur, uid), r), room = UINT64_MAX, total = l->total;
+
+        if (l->per_uid > 0)
+                room = used < l->per_uid ? l->per_uid - used : 0;
+        if (total > 0) {
+                if (uid != 0)
+                        total = l->reserve < total ? total - l->reserve : 0;
+                room = MIN(room, ur->total[r] < total ? total - ur->total[r] : 0);
+        }
+        return room;
+}
+
 int user_check(UserRegistry *ur, uid_t uid, UserResource r, uint64_t n)
 {
         return user_check_one(ur, uid, user_used(user_registry_find(ur, uid), r), r, n);
 }
 
-int user_charge(User *u, UserCharge *c, uint64_t n)
+static void user_charge_take(User *u, UserCharge *c, uint64_t n)
 {
         UserRegistry *ur = u->registry;
-        int r;
 
-        assert(!c->user || c->user == u);
-        r = user_check_one(ur, u->uid, u->used[c->resource], c->resource, n);
-        if (r != 0)
-                return r;
         if (!c->user) {
                 c->user = u;
                 u->n_refs++;
@@ -116,7 +127,24 @@ int user_charge(User *u, UserCharge *c, uint64_t n)
         c->amount += n;
         u->used[c->resource] += n;
         ur->total[c->resource] += n;
+}
+
+int user_charge(User *u, UserCharge *c, uint64_t n)
+{
+        int r;
+
+        assert(!c->user || c->user == u);
+        r = user_check_one(u->registry, u->uid, u->used[c->resource], c->resource, n);
+        if (r != 0)
+                return r;
+        user_charge_take(u, c, n);
         return 0;
+}
+
+void user_charge_force(User *u, UserCharge *c, uint64_t n)
+{
+        assert(!c->user || c->user == u);
+        user_charge_take(u, c, n);
 }
 
 void user_charge_release(UserCharge *c, uint64_t n)

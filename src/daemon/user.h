@@ -28,6 +28,8 @@ typedef enum UserResource {
         USER_RESOURCE_PEERS,   /* direct connections (peer.h) */
         USER_RESOURCE_FDS,     /* callers' fds held for inputs without a result yet (H3) */
         USER_RESOURCE_MEMORY,  /* bytes of results, names and expected digests jobs hold (H5) */
+        USER_RESOURCE_TRANSIT, /* fds a gate received and no handler has taken yet (gate.h) */
+        USER_RESOURCE_CLOSING, /* fds waiting for the closer, or in its children's close (closing.h) */
         _USER_RESOURCE_MAX,
         _USER_RESOURCE_INVALID = -EINVAL,
 } UserResource;
@@ -94,9 +96,14 @@ uint64_t user_used(const User *u, UserResource r);
 
 /* Whether uid may take n more of r: 0, USER_E_QUOTA or USER_E_TOTAL. Takes nothing. */
 int user_check(UserRegistry *ur, uid_t uid, UserResource r, uint64_t n);
+/* How many more of r uid may take now (UINT64_MAX without limits). */
+uint64_t user_room(UserRegistry *ur, uid_t uid, UserResource r);
 /* Takes n more of c's resource for u into c (binding c to u on its first charge): 0, or
  * USER_E_QUOTA / USER_E_TOTAL with nothing taken. c must not be bound to another User. */
 int user_charge(User *u, UserCharge *c, uint64_t n);
+/* Takes n more even past the limits: for what fhashd already holds and cannot give back (an fd
+ * received that only the closer may close). user_check() then says the uid is over. */
+void user_charge_force(User *u, UserCharge *c, uint64_t n);
 /* Gives back n of what c holds (at most what it holds); c stays bound. */
 void user_charge_release(UserCharge *c, uint64_t n);
 /* Gives back everything c holds and lets go of its User; c can be charged again. Takes an unbound
