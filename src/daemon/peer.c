@@ -215,6 +215,12 @@ static int peer_start(Peer *p, int fd)
         r = sd_bus_attach_event(p->bus, c->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return r;
+        /* Not flushed by sd-bus when the loop ends: sd_bus_flush() waits for a connection still in its
+         * handshake to finish it (up to sd-bus's 90 s), and a client that opened one and never spoke
+         * held fhashd's exit that long. peer_flush_all() and peer_free() do it right. */
+        r = sd_bus_set_close_on_exit(p->bus, false);
+        if (r < 0)
+                return r;
         return sd_event_add_post(c->event, &p->handshake_kick, on_handshake_kick, p);
 }
 
