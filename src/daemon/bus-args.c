@@ -13,9 +13,10 @@
 #include "basic/macro.h"
 #include "basic/strv.h"
 #include "daemon/bus-args.h"
-#include "daemon/fd-screen.h"
+#include "daemon/bus-connect.h"
+#include "daemon/gate.h"
+#include "daemon/peer.h"
 #include "fhash/fhash-dbus.h"
-#include "io/fsinfo.h"
 
 int bus_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret)
 {
@@ -36,7 +37,7 @@ int bus_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret)
                 *ret = o->uid;
                 return 0;
         }
-        return bus_query_sender_uid(msg, ret);
+        return bus_driver_uid(c, sender, ret);
 }
 
 int bus_read_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret, sd_bus_error *error)
@@ -100,28 +101,6 @@ int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n
                                          (unsigned)uid, used, n, l->per_uid);
         return sd_bus_error_setf(error, FHASH_ERROR_BUSY, "uid %u holds %" PRIu64 " %s, %zu more exceed the limit of %" PRIu64 ".",
                                  (unsigned)uid, used, user_resource_to_string(r), n, l->per_uid);
-}
-
-int bus_query_sender_uid(sd_bus_message *m, uid_t *ret)
-{
-        sd_bus_creds *creds = NULL;
-        uid_t uid;
-        int r;
-
-        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
-        if (r < 0)
-                return r;
-        /* sd-bus fills in what the driver did not say from /proc/<pid>; a uid found that way could
-         * belong to whoever got the PID since, so it does not count. */
-        if (sd_bus_creds_get_augmented_mask(creds) & SD_BUS_CREDS_EUID)
-                r = -EPERM;
-        else
-                r = sd_bus_creds_get_euid(creds, &uid);
-        sd_bus_creds_unref(creds);
-        if (r < 0)
-                return r;
-        *ret = uid;
-        return 0;
 }
 
 /* Reads an "as" of at most max strings of at most max_len bytes each, in time linear in what it
@@ -246,18 +225,34 @@ void hash_inputs_free(HashInput *inputs, size_t n)
         free(inputs);
 }
 
-int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *error)
+static Gate *bus_gate_of(Context *c, sd_bus *bus)
 {
+        PeerEntry *e;
+
+        if (bus == c->bus)
+                return c->bus_gate;
+        e = registry_find_peer(&c->registry, bus);
+        return e && e->peer ? e->peer->gate : NULL;
+}
+
+int bus_read_fds(Context *c, sd_bus_message *m, Parcel **ret_parcel, uint32_t ret_idx[], size_t *ret_n,
+                 sd_bus_error *error)
+{
+        Gate *g = bus_gate_of(c, sd_bus_message_get_bus(m));
+        uint64_t cookie = 0;
         size_t n = 0;
         int r;
 
-        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "h");
+        *ret_parcel = NULL;
+        if (g && sd_bus_message_get_cookie(m, &cookie) >= 0)
+                *ret_parcel = gate_take_parcel(g, sd_bus_message_get_sender(m), (uint32_t)cookie);
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "u");
         if (r < 0)
                 return r;
-        for (int fd; (r = sd_bus_message_read_basic(m, SD_BUS_TYPE_UNIX_FD, &fd)) > 0; n++)
+        for (uint32_t i; (r = sd_bus_message_read_basic(m, SD_BUS_TYPE_UINT32, &i)) > 0; n++)
                 /* Counted to the end (a few ns each: the error names the number), never stored. */
                 if (n < FHASH_MAX_FDS_PER_CALL)
-                        ret_fds[n] = fd;
+                        ret_idx[n] = i;
         if (r >= 0)
                 r = sd_bus_message_exit_container(m);
         if (r < 0)
@@ -267,6 +262,12 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
         if (n > FHASH_MAX_FDS_PER_CALL)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "fds: %zu file descriptors, at most %d per call", n, FHASH_MAX_FDS_PER_CALL);
+        for (size_t i = 0; i < n; i++)
+                if (!*ret_parcel || ret_idx[i] >= (*ret_parcel)->n)
+                        /* As sd-bus says of an "h" past the message's fds. */
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INCONSISTENT_MESSAGE,
+                                                 "fds[%zu]: the call came with %zu file descriptors, not %" PRIu32, i,
+                                                 *ret_parcel ? (*ret_parcel)->n : 0, ret_idx[i] + 1);
         *ret_n = n;
         return 0;
 }
@@ -274,104 +275,78 @@ int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *
 /* A regular file's file system, for an unprivileged caller's fd: refused (a per-file AccessDenied)
  * where fhashd would read it with more than the caller's rights or where it may never answer;
  * marked untrusted where it may hang but is allowed. */
-static void check_file_system(Context *c, HashInput *in, int fd, const FsStat *st, bool privileged)
+static void check_file_system(HashInput *in, FsClass class, bool privileged)
 {
-        FsInfo fs;
-
-        if (fs_table_classify(c->fs_table, fd, st, &fs) < 0)
-                fs = (FsInfo){ .class = FS_CLASS_UNKNOWN };
-        if (fs.class == FS_CLASS_FUSE || fs.class == FS_CLASS_REMOTE || fs.class == FS_CLASS_UNKNOWN)
+        if (class == FS_CLASS_FUSE || class == FS_CLASS_REMOTE || class == FS_CLASS_UNKNOWN)
                 in->flags |= ENGINE_INPUT_UNTRUSTED_FS;
         if (privileged)
                 return;
-        if (fs.class == FS_CLASS_PSEUDO) {
+        if (class == FS_CLASS_PSEUDO) {
                 /* Their permission checks run at read time, against fhashd's credentials: nobody
                  * could read root's /proc/PID/wchan through fhashd. */
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
                 in->error_message = "a file on a pseudo file system (procfs, sysfs, ...) is read with fhashd's "
                                     "credentials: only root may hash it through fhashd";
-        } else if (fs.class == FS_CLASS_FUSE) {
+        } else if (class == FS_CLASS_FUSE) {
                 /* Whoever mounted it, its server may be someone else's process (M3: root's mount,
                  * nobody's server): one that reads a request and never answers holds the reading
                  * thread in an uninterruptible wait, and fhashd could then never exit. */
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
                 in->error_message = "on a FUSE file system: its server could hold fhashd for ever; hash it "
                                     "in-process (fhashctl --local)";
-        } else if (fs.class == FS_CLASS_UNKNOWN) {
+        } else if (class == FS_CLASS_UNKNOWN) {
                 in->error_name = FHASH_ERROR_ACCESS_DENIED;
                 in->error_message = "on a file system fhashd cannot tell without asking it (a mount it does not "
                                     "see, or one stacked on such mounts)";
         }
 }
 
-static int bus_check_fd(Context *c, HashInput *in, size_t i, int fd, bool allow_streams, bool privileged,
+/* An input refused at the gate: why, as a per-file error. */
+static void check_refusal(HashInput *in, FdRefusal refusal)
+{
+        in->error_message = fd_refusal_to_string(refusal);
+        in->error_name = refusal == FD_REFUSAL_SOCKET                                 ? FHASH_ERROR_NOT_REGULAR
+                         : refusal == FD_REFUSAL_BUDGET || refusal == FD_REFUSAL_LOST ? FHASH_ERROR_BUSY
+                                                                                      : FHASH_ERROR_ACCESS_DENIED;
+}
+
+static int bus_check_fd(HashInput *in, size_t i, const ParcelEntry *e, bool allow_streams, bool privileged,
                         sd_bus_error *error)
 {
-        FsStat st = {};
-        uint32_t mode;
-        int flags, r;
+        const FdVerdict *v = &e->verdict;
+        uint32_t mode = v->st.mode;
 
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not a usable fd: %m", i);
-        if (flags & O_PATH)
+        if (v->refusal != FD_REFUSAL_NONE) {
+                check_refusal(in, v->refusal);
+                return 0;
+        }
+        if (v->flags < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not a usable fd", i);
+        if (v->flags & O_PATH)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "fds[%zu]: an O_PATH fd cannot be read", i);
-        if ((flags & O_ACCMODE) == O_WRONLY) {
-                /* The stand-in for an fd the screen took from the message as it came in. */
-                const char *why = fd_screen_refusal(fd);
-
-                if (why) {
-                        in->error_name = FHASH_ERROR_ACCESS_DENIED;
-                        in->error_message = why;
-                        return 0;
-                }
-        }
-        if ((flags & O_ACCMODE) != O_RDONLY && (flags & O_ACCMODE) != O_RDWR)
+        if ((v->flags & O_ACCMODE) != O_RDONLY && (v->flags & O_ACCMODE) != O_RDWR)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: not open for reading", i);
-        /* The cached type: fstat() would ask a FUSE server, which may never answer. */
-        r = fsinfo_stat(fd, &st);
-        if (r < 0) {
-                errno = -r;
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "fds[%zu]: cannot stat: %m", i);
-        }
-        mode = st.mode;
 
         if (S_ISDIR(mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
                 in->error_message = "is a directory";
-                return 0;
-        }
-        if (S_ISFIFO(mode) || S_ISCHR(mode) || S_ISBLK(mode)) {
+        } else if (S_ISFIFO(mode) || S_ISCHR(mode) || S_ISBLK(mode)) {
                 /* A stream has no size to stop at: /dev/zero would keep a worker busy forever. */
                 if (!allow_streams) {
                         in->error_name = FHASH_ERROR_NOT_REGULAR;
                         in->error_message = "pipes and devices are hashed only with the \"max-size\" option";
-                        return 0;
                 }
         } else if (!S_ISREG(mode)) {
                 in->error_name = FHASH_ERROR_NOT_REGULAR;
-                in->error_message = S_ISSOCK(mode) ? "is a socket" : "not a regular file";
-                return 0;
-        } else {
-                check_file_system(c, in, fd, &st, privileged);
-                if (in->error_name)
-                        return 0;
-        }
-
-        /* Our own copy: the message's fd goes away with the message. Never reopened by path: the
-         * caller's open() is the permission check. */
-        in->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (in->fd < 0 && (errno == EMFILE || errno == ENFILE))
-                /* The fd budget keeps fhashd from this; should it happen anyway, it is a wait. */
-                return sd_bus_error_setf(error, FHASH_ERROR_BUSY, "fds[%zu]: fhashd has no file descriptor left: %m", i);
-        if (in->fd < 0)
-                return -errno;
+                in->error_message = "not a regular file";
+        } else
+                check_file_system(in, v->fs_class, privileged);
         return 0;
 }
 
-int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
-                  sd_bus_error *error)
+int bus_check_fds(Context *c, Parcel *p, const uint32_t idx[], size_t n, bool allow_streams, bool privileged,
+                  HashInput **ret, sd_bus_error *error)
 {
         HashInput *inputs = hash_inputs_new(n);
         int r;
@@ -379,13 +354,22 @@ int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, boo
         if (!inputs)
                 return -ENOMEM;
         *ret = inputs;
-        /* Once per call: the lookups below take the table as it is then (a failure to read it leaves
-         * every file's file system unknown: refused for callers other than root). */
-        (void)fs_table_refresh(c->fs_table);
         for (size_t i = 0; i < n; i++) {
-                r = bus_check_fd(c, &inputs[i], i, fds[i], allow_streams, privileged, error);
+                r = bus_check_fd(&inputs[i], i, &p->entries[idx[i]], allow_streams, privileged, error);
                 if (r < 0)
                         return r;
+                if (inputs[i].error_name)
+                        continue;
+                /* The parcel's fd is the input's now. Never reopened by path: the caller's open() is
+                 * the permission check. The same fd given twice is two inputs. */
+                inputs[i].fd = parcel_take_fd(p, idx[i]);
+                inputs[i].info = &p->entries[idx[i]].info;
+                for (size_t k = 0; inputs[i].fd < 0 && k < i; k++)
+                        if (idx[k] == idx[i] && inputs[k].fd >= 0)
+                                inputs[i].fd = fcntl(inputs[k].fd, F_DUPFD_CLOEXEC, 3);
+                if (inputs[i].fd < 0)
+                        return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                                 "fds[%zu]: fhashd has no file descriptor left", i);
         }
         return 0;
 }

@@ -8,6 +8,7 @@
 #include <systemd/sd-bus.h>
 
 #include "daemon/context.h"
+#include "daemon/parcel.h"
 #include "engine/engine.h"
 #include "hash/hash.h"
 
@@ -29,10 +30,6 @@ int bus_read_caller_uid(Context *c, sd_bus_message *msg, uid_t *ret, sd_bus_erro
  * name on a direct connection. NULL if neither is known. */
 const char *bus_caller_name(Context *c, sd_bus_message *msg);
 
-/* The sender's effective uid as the bus driver saw it when the sender connected (SO_PEERCRED),
- * never augmented from /proc: a PID can be reused, a connection cannot change hands. */
-int bus_query_sender_uid(sd_bus_message *m, uid_t *ret);
-
 /* Busy while fhashd shuts down: new jobs and connections are refused. */
 int bus_check_accepting(Context *c, sd_bus_error *error);
 /* Sets error for a refused charge (outcome USER_E_QUOTA or USER_E_TOTAL from the registry) of n of r
@@ -41,7 +38,8 @@ int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n
 
 /* One input of a Hash call, checked before it is added to a job. */
 typedef struct HashInput {
-        int fd;                  /* an fd input: our own dup; -EBADF otherwise or when refused */
+        int fd;                  /* an fd input: ours; -EBADF otherwise or when refused */
+        const EngineFdInfo *info; /* what the gate knew of fd (into the parcel), or NULL */
         unsigned flags;          /* ENGINE_INPUT_* for the engine */
         const char *path;        /* a path input: points into the message */
         const char *error_name;  /* set if the input fails up front */
@@ -56,21 +54,24 @@ int bus_read_paths(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *err
 /* HashInputs for paths[0..n) (hash_inputs_free() them): no fds, each pointing into paths. */
 int hash_inputs_from_paths(char **paths, size_t n, HashInput **ret);
 
-/* Reads the "ah" of HashFds/AddFds: 1 to FHASH_MAX_FDS_PER_CALL fds, else InvalidArgs naming "fds".
- * The fds stay the message's. */
-int bus_read_fds(sd_bus_message *m, int ret_fds[], size_t *ret_n, sd_bus_error *error);
+/* Reads the "au" of a gated HashFds/AddFds (daemon/gate.h: the gate renamed the call and keeps its
+ * fds in a parcel, which this takes out of it into *ret_parcel: parcel_free() it, also on failure):
+ * 1 to FHASH_MAX_FDS_PER_CALL indexes into the parcel, else InvalidArgs naming "fds". */
+int bus_read_fds(Context *c, sd_bus_message *m, Parcel **ret_parcel, uint32_t ret_idx[], size_t *ret_n,
+                 sd_bus_error *error);
 
-/* Checks each of fds[0..n) and dups it into a new HashInput array (hash_inputs_free() it, also on
- * failure: *ret is set whenever it was allocated). Access-mode mistakes are the caller's bug and
- * fail the call (InvalidArgs naming fds[i]); the kind of file is a per-file outcome
- * (in->error_name), so one directory does not sink a batch. Streams (pipes, devices) are read only
- * if allow_streams (the job has "max-size"). Nothing here waits on the file's file system (statx
- * without sync, the mount table): files on FUSE, network or unknown mounts are marked
- * ENGINE_INPUT_UNTRUSTED_FS. For an unprivileged caller, regular files on pseudo file systems
+/* Checks each input idx[0..n) of p, as the gate's screen judged its fd, into a new HashInput array
+ * (hash_inputs_free() it, also on failure: *ret is set whenever it was allocated), taking the fds it
+ * keeps out of p. Access-mode mistakes are the caller's bug and fail the call (InvalidArgs naming
+ * fds[i]); the kind of file is a per-file outcome (in->error_name), so one directory does not sink a
+ * batch: fds the gate refused (FUSE, sockets, ...), directories, and streams (pipes, devices) unless
+ * allow_streams (the job has "max-size"). Files on FUSE, network or unknown mounts are marked
+ * ENGINE_INPUT_UNTRUSTED_FS; for an unprivileged caller, regular files on pseudo file systems
  * (procfs, sysfs, ...: checked against fhashd's credentials at read time), on FUSE and on mounts
- * fhashd cannot see are refused (AccessDenied, per file). */
-int bus_check_fds(Context *c, const int fds[], size_t n, bool allow_streams, bool privileged, HashInput **ret,
-                  sd_bus_error *error);
+ * fhashd cannot see are refused (AccessDenied, per file). Nothing here makes a system call but an
+ * fcntl for an fd given twice. */
+int bus_check_fds(Context *c, Parcel *p, const uint32_t idx[], size_t n, bool allow_streams, bool privileged,
+                  HashInput **ret, sd_bus_error *error);
 
 /* Reads an "as" of at most max strings of at most max_len bytes each, in time linear in what it
  * reads, and stops at the first entry too many: sd_bus_message_read_strv() appends through

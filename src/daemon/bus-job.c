@@ -9,6 +9,7 @@
 #include "basic/log.h"
 #include "basic/strv.h"
 #include "daemon/bus-job.h"
+#include "daemon/gate.h"
 #include "daemon/peer.h"
 #include "fhash/fhash-dbus.h"
 
@@ -165,7 +166,7 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
                 if (inputs[k].error_name)
                         r = job_fail_input(j, i, inputs[k].error_name, inputs[k].error_message);
                 else {
-                        r = job_add_input(j, i, inputs[k].fd, inputs[k].flags, inputs[k].path);
+                        r = job_add_input(j, i, inputs[k].fd, inputs[k].flags, inputs[k].info, inputs[k].path);
                         if (r == 0)
                                 inputs[k].fd = -EBADF;  /* the engine owns it now */
                 }
@@ -175,14 +176,17 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
         return 0;
 }
 
+/* AddFds as its gate passes it on (daemon/gate.h): its "ah" an "au" of indexes into the parcel of
+ * fds the gate kept. */
 static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(parcel_freep) Parcel *parcel = NULL;
         Job *j = userdata;
         Context *c = j->context;
         HashOptions o = {};
         HashInput *inputs = NULL;
-        int raw[FHASH_MAX_FDS_PER_CALL];
+        uint32_t idx[FHASH_MAX_FDS_PER_CALL];
         uint32_t first = 0;
         size_t n = 0;
         bool begun = false;
@@ -191,7 +195,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = check_owner_connection(j, msg, error);
         if (r < 0)
                 return r;
-        r = bus_read_fds(msg, raw, &n, error);
+        r = bus_read_fds(c, msg, &parcel, idx, &n, error);
         if (r < 0)
                 return r;
         r = bus_read_hash_options(msg, n, &j->algos, j->engine_options.params, HASH_OPTIONS_ADD_FDS, &o, error);
@@ -214,7 +218,7 @@ static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 goto finish;
         }
 
-        r = bus_check_fds(c, raw, n, j->allow_streams, j->uid == 0, &inputs, error);
+        r = bus_check_fds(c, parcel, idx, n, j->allow_streams, j->uid == 0, &inputs, error);
         if (r < 0)
                 goto finish;
 
@@ -400,6 +404,12 @@ static int method_get_results_from(sd_bus_message *msg, void *userdata, sd_bus_e
         return r;
 }
 
+/* Every AddFds reaches fhashd through a gate, which renames it: this is only for introspection. */
+static int method_add_fds_ungated(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "fds: did not come through fhashd's gate");
+}
+
 static const sd_bus_vtable job_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -421,7 +431,10 @@ static const sd_bus_vtable job_vtable[] = {
                                 SD_BUS_RESULT("a(ustss)", results, "u", next), method_get_results_from,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("AddFds", SD_BUS_ARGS("ah", fds, "a{sv}", options),
-                                SD_BUS_RESULT("u", first_index), method_add_fds, SD_BUS_VTABLE_UNPRIVILEGED),
+                                SD_BUS_RESULT("u", first_index), method_add_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_ADD_FDS, SD_BUS_ARGS("au", fds, "a{sv}", options),
+                                SD_BUS_RESULT("u", first_index), method_add_fds,
+                                SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
         SD_BUS_METHOD_WITH_ARGS("Close", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_close,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,

@@ -14,6 +14,7 @@
 #include "daemon/bus-options.h"
 #include "daemon/bus-job.h"
 #include "daemon/bus-manager.h"
+#include "daemon/gate.h"
 #include "daemon/peer.h"
 #include "fhash/fhash-dbus.h"
 
@@ -94,18 +95,21 @@ static int hash_call_finish(Context *c, sd_bus_message *msg, int r, uid_t uid, c
         return r;
 }
 
+/* HashFds as its gate passes it on (daemon/gate.h): its "ah" an "au" of indexes into the parcel of
+ * fds the gate kept. */
 static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
+        _cleanup_(parcel_freep) Parcel *parcel = NULL;
         Context *c = userdata;
         HashOptions o = {};
         HashInput *inputs = NULL;
-        int raw[FHASH_MAX_FDS_PER_CALL];
+        uint32_t idx[FHASH_MAX_FDS_PER_CALL];
         size_t n = 0;
         HashAlgoSet algos = {};
         uid_t uid;
         int r;
 
-        r = bus_read_fds(msg, raw, &n, error);
+        r = bus_read_fds(c, msg, &parcel, idx, &n, error);
         if (r < 0)
                 return r;
         r = bus_read_algorithm_and_options(msg, n, HASH_OPTIONS_HASH_FDS, &algos, &o, error);
@@ -114,8 +118,14 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
 
         r = bus_read_caller_uid(c, msg, &uid, error);
         if (r >= 0)
-                r = bus_check_fds(c, raw, n, o.max_size > 0, uid == 0, &inputs, error);
+                r = bus_check_fds(c, parcel, idx, n, o.max_size > 0, uid == 0, &inputs, error);
         return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, error);
+}
+
+/* Every HashFds reaches fhashd through a gate, which renames it: this is only for introspection. */
+static int method_hash_fds_ungated(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "fds: did not come through fhashd's gate");
 }
 
 static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -304,7 +314,10 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("QueuedFiles", "u", property_get_counter, 0, 0),
         SD_BUS_PROPERTY("BytesHashed", "t", property_get_counter, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("HashFds", SD_BUS_ARGS("ah", fds, "s", algorithm, "a{sv}", options),
-                                SD_BUS_RESULT("o", job), method_hash_fds, SD_BUS_VTABLE_UNPRIVILEGED),
+                                SD_BUS_RESULT("o", job), method_hash_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_HASH_FDS, SD_BUS_ARGS("au", fds, "s", algorithm, "a{sv}", options),
+                                SD_BUS_RESULT("o", job), method_hash_fds,
+                                SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
         SD_BUS_METHOD_WITH_ARGS("HashPaths", SD_BUS_ARGS("as", paths, "s", algorithm, "a{sv}", options),
                                 SD_BUS_RESULT("o", job), method_hash_paths, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("ao", jobs), method_list_jobs,

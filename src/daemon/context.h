@@ -20,10 +20,20 @@
  * unit tests run the model with a Context of their own, without a manager or a bus).
  */
 typedef struct Context Context;
+typedef struct Gate Gate;
+typedef struct FdScreen FdScreen;
+typedef struct Closing Closing;
+struct SenderUid;
 
 struct Context {
         sd_event *event;
         sd_bus *bus;          /* fhashd's connection to the bus (direct connections are peers'); may be NULL */
+        Gate *bus_gate;       /* reads the bus socket for sd-bus (gate.h) */
+        sd_bus *driver;       /* asks the bus driver what the bus connection cannot (bus-connect.h) */
+        char *bus_address;
+        struct SenderUid *sender_uids; /* senders' uids as the driver said them */
+        FdScreen *fd_screen;  /* judges every fd a gate receives */
+        Closing *closing;     /* fds only the closer may close */
         Engine *engine;
         Registry registry;
         FsTable *fs_table;    /* the mount table, for the file system of callers' fds */

@@ -1,67 +1,71 @@
 /* SPDX-License-Identifier: MIT */
-/* fd-screen.h: fds whose close could wait for ever are taken from each received message at once */
+/* fd-screen.h: what each fd a caller sends is, judged as the gate receives it, without asking its file system */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/socket.h>
 
 #include "basic/macro.h"
+#include "engine/engine.h"
+#include "io/fsinfo.h"
 
 /*
- * Issue 13, H6. Every close of an fd on FUSE asks its server (FLUSH) and waits, uninterruptibly,
- * for an answer that a user's server may never give; any user may mount FUSE in a user namespace
- * and put such an fd in a message to fhashd, with or without naming it in the call. sd-bus closes
- * the fds of every message it frees, on the event loop's thread, so the fd must not reach it.
+ * Every fd that reaches fhashd comes through a gate (daemon/gate.h), which judges it here before
+ * anything else holds it. Nothing here asks a file system: a cached statx (AT_STATX_DONT_SYNC, which
+ * fails EACCES on a FUSE mount that does not let fhashd look), the mount table, fusectl, and fstatfs
+ * only where the file system cannot be FUSE.
  *
- * The screen sees the fds of each message as the kernel hands them to this process (recvmsg(), see
- * recvmsg-screen.c): an fd that could make close() wait on a file system some user runs is taken
- * out and given to a closer (io/closer.h), which closes it in a process of its own; in its place
- * the message carries a stand-in, a pipe's write end that says why. Taken out, never closed here:
- *   - an fd that a cached statx refuses: FUSE mounted by another user or in a user namespace,
- *     which does not let fhashd look (and whose close still asks the server);
+ * Issue 13, H6: every close of an fd on FUSE asks its server (FLUSH) and waits, uninterruptibly, for
+ * an answer that a user's server may never give, and any user may mount FUSE in a user namespace.
+ * Such an fd is refused and must be closed by the closer (daemon/closing.h), never by fhashd itself:
+ *   - an fd that a cached statx refuses: FUSE mounted by another user or in a user namespace;
  *   - a file or directory on FUSE that root did not mount (in this namespace, with user_id=0): root's
  *     FUSE is trusted to answer as root's NFS is, and root hashes its files through fds; a user's
- *     fd of it is refused by bus-args.c, and closed on the loop;
- *   - a file or directory on a file system fhashd cannot tell without asking it (io/fsinfo.h).
- * Pipes, sockets, devices and anonymous inodes pass: their close waits on nothing of a user's.
+ *     fd of it is refused later, by bus-args.c, and closed by fhashd;
+ *   - a file or directory on a file system fhashd cannot tell without asking it (io/fsinfo.h);
+ *   - a socket: nothing is hashed from one, and its close frees what its queue holds, which may be
+ *     fds of the kinds above whose last reference then goes in our thread.
+ * Pipes, devices and anonymous inodes are kept: their close waits on nothing of a user's.
  */
 
 typedef enum FdRefusal {
+        FD_REFUSAL_NONE,
         FD_REFUSAL_UNSEEN,   /* statx refused: FUSE that does not let fhashd look */
-        FD_REFUSAL_FUSE,
-        FD_REFUSAL_UNKNOWN,
+        FD_REFUSAL_FUSE,     /* on FUSE that root did not mount */
+        FD_REFUSAL_UNKNOWN,  /* on a file system fhashd cannot tell */
+        FD_REFUSAL_SOCKET,
+        /* Set by the gate, not the screen: */
+        FD_REFUSAL_BUDGET,   /* not taken in: the caller's uid holds too many fds in fhashd already */
+        FD_REFUSAL_LOST,     /* the kernel could not give it to fhashd (its fd table was full) */
         _FD_REFUSAL_MAX,
 } FdRefusal;
 
+/* What the screen says of one fd. */
+typedef struct FdVerdict {
+        FdRefusal refusal;
+        bool closer;         /* refused, and its close could wait: only the closer may close it */
+        int flags;           /* F_GETFL: the access mode, O_PATH, O_DIRECT; -1 if unknown */
+        FsStat st;           /* the cached statx, unless refusal is FD_REFUSAL_UNSEEN (or set by the gate) */
+        struct statx stx;    /* the same statx, with ENGINE_FD_STATX_MASK: what the engine needs */
+        FsClass fs_class;    /* a regular file's or directory's file system; FS_CLASS_LOCAL for the rest */
+} FdVerdict;
+
+/* Why an input's fd was refused, for its error message; NULL for FD_REFUSAL_NONE. */
+const char *fd_refusal_to_string(FdRefusal r);
+
 typedef struct FdScreen FdScreen;
 
-/* Forks the closer: call it early, from the main thread (io/closer.h). */
 int fd_screen_new(FdScreen **ret);
 FdScreen *fd_screen_free(FdScreen *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(FdScreen *, fd_screen_free);
 
-/* Makes s the screen of every recvmsg() of this process (NULL: none). */
-void fd_screen_install(FdScreen *s);
+/* Reads the mount table again if the kernel says it changed: once before the fds of a message. */
+void fd_screen_refresh(FdScreen *s);
 
-/* Screens the fds in mh's SCM_RIGHTS, as recvmsg() on sock with flags (MSG_CMSG_CLOEXEC) just
- * received them, through the installed screen, if any. Never blocks. */
-void fd_screen_received(int sock, struct msghdr *mh, int flags);
+/* Judges fd (a poll of nothing, a statx from the cache, an fcntl). Never blocks, never fails: what
+ * it cannot tell is refused. */
+void fd_screen_judge(FdScreen *s, int fd, FdVerdict *ret);
 
-/* sock is read by sd-bus and written only by a peer gate, whose own reads were screened: the fds
- * it carries need no second look (each costs a statx, and a direct connection's 4 KiB files lost a
- * third of their rate to the second one). Known by its SO_COOKIE, which is never reused, so a
- * socket of the same number later is screened. Returns a token for fd_screen_forget_socket(); 0 if
- * there is no screen or no cookie (the socket is then screened as any other). */
-uint64_t fd_screen_trust_socket(int sock);
-void fd_screen_forget_socket(uint64_t token);
-
-/* The reason, if fd is a stand-in of the installed screen; NULL otherwise. */
-const char *fd_screen_refusal(int fd);
-
-/* Tests: the file with this device and inode is refused as FD_REFUSAL_UNKNOWN (0, 0: none), to
- * see the screen at work without a FUSE server. */
+/* Tests: the file with this device and inode is refused as FD_REFUSAL_UNKNOWN (0, 0: none), to see
+ * the screen at work without a FUSE server. */
 void fd_screen_refuse_for_test(FdScreen *s, uint64_t dev, uint64_t ino);
-
-/* How many fds the screen took out and gave to the closer. */
-uint64_t fd_screen_taken(const FdScreen *s);

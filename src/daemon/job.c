@@ -212,7 +212,7 @@ static int job_get_new_part(Job *j, JobPart **ret)
         return 0;
 }
 
-int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path)
+int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *info, const char *path)
 {
         JobPart *p;
         int r;
@@ -228,7 +228,9 @@ int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path)
                 if (r != 0)
                         return r;
         }
-        r = fd >= 0 ? engine_job_add_fd_flags(p->engine_job, fd, flags) : engine_job_add_path(p->engine_job, path);
+        r = fd >= 0 ? engine_job_add_input(p->engine_job, &(EngineInput){ .fd = fd, .flags = flags, .info = info,
+                                                                           .cookie = engine_job_get_n_inputs(p->engine_job) })
+                    : engine_job_add_path(p->engine_job, path);
         if (r < 0) {
                 if (fd >= 0)
                         user_charge_release(&j->entry.fd_charge, 1);

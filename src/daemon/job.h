@@ -98,9 +98,9 @@ void job_abort_inputs(Job *j);
 int job_set_name(Job *j, size_t i, const char *name);
 /* Sets the digest input i must have (lower-case hex of the right length, checked by the caller). */
 int job_set_expected(Job *j, size_t i, const char *hex);
-/* Input i is read by the engine: fd if >= 0 (taken on success only; flags are ENGINE_INPUT_*), else
- * the absolute path. */
-int job_add_input(Job *j, size_t i, int fd, unsigned flags, const char *path);
+/* Input i is read by the engine: fd if >= 0 (taken on success only; flags are ENGINE_INPUT_*; info
+ * what the gate knew of it, or NULL), else the absolute path. */
+int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *info, const char *path);
 /* Input i fails before any reading, e.g. a directory fd: error_name is one of FHASH_ERROR_*. Its
  * result goes out once the inputs are committed. */
 int job_fail_input(Job *j, size_t i, const char *error_name, const char *message);

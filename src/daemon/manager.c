@@ -11,8 +11,11 @@
 #include "basic/log.h"
 #include "basic/time-util.h"
 #include "build-config.h"
+#include "daemon/bus-connect.h"
 #include "daemon/bus-job.h"
 #include "daemon/bus-manager.h"
+#include "daemon/closing.h"
+#include "daemon/fd-screen.h"
 #include "daemon/job.h"
 #include "daemon/manager.h"
 #include "daemon/peer.h"
@@ -134,8 +137,9 @@ static int on_idle_timer(sd_event_source *s, uint64_t usec, void *userdata)
         log_info("Idle for %" PRIu64 " s, exiting.", m->idle_exit_usec / 1000000);
         (void)sd_notify(false, "STOPPING=1\nSTATUS=Idle, exiting.");
         /* Give the name up first, so that a call from now on activates a new instance instead of
-         * queueing to us. */
-        r = sd_bus_release_name(m->context.bus, FHASH_BUS_NAME);
+         * queueing to us. Not a blocking call: its answer would come through the gate, on this
+         * loop; the request is flushed before we exit. */
+        r = sd_bus_release_name_async(m->context.bus, NULL, FHASH_BUS_NAME, NULL, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to release %s: %m", FHASH_BUS_NAME);
         return sd_event_exit(m->context.event, 0);
@@ -255,13 +259,17 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
                 }
         }
 
-        /* First, while fhashd is small: the screen forks its closer (io/closer.h). */
-        r = fd_screen_new(&m->fd_screen);
+        /* First, while fhashd is small: the closer is a copy of it (io/closer.h). */
+        r = closing_new(&m->context.registry.users, &m->context.closing);
         if (r < 0) {
-                log_error_errno(r, "Failed to start the fd screen's closer: %m");
+                log_error_errno(r, "Failed to start the closer: %m");
                 goto fail;
         }
-        fd_screen_install(m->fd_screen);
+        r = fd_screen_new(&m->context.fd_screen);
+        if (r < 0) {
+                log_error_errno(r, "Failed to open /proc/self/mountinfo: %m");
+                goto fail;
+        }
 
         r = sd_event_default(&m->context.event);
         if (r < 0)
@@ -312,33 +320,59 @@ Manager *manager_free(Manager *m)
 
         engine_free(c->engine);
         fs_table_free(c->fs_table);
-        if (c->bus) {
-                (void)sd_bus_flush(c->bus);
-                sd_bus_flush_close_unref(c->bus);
-        }
+        bus_disconnect(c);
+        fd_screen_free(c->fd_screen);
+        /* After every gate: what they held that only the closer may close went to it. */
+        c->closing = closing_free(c->closing);
         sd_event_unref(c->event);
         registry_done(&c->registry);
-        /* Last: the fds taken from messages are closed by the closer, never here. */
-        fd_screen_free(m->fd_screen);
         free(m->address);
         free(m);
         return NULL;
 }
 
+static int bus_gate_sender_uid(const char *sender, uid_t *ret, void *userdata)
+{
+        Context *c = userdata;
+        OwnerEntry *o = registry_find_owner(&c->registry, sender);
+
+        if (o) {
+                *ret = o->uid;
+                return 0;
+        }
+        return bus_driver_uid(c, sender, ret);
+}
+
+static const GateOps bus_gate_ops = {
+        .sender_uid = bus_gate_sender_uid,
+};
+
 static int manager_connect_bus(Manager *m)
 {
+        _cleanup_free_ char *address = NULL;
         Context *c = &m->context;
         int r;
 
-        r = bus_open(m->bus_kind, m->address, "fhashd", &c->bus);
+        r = bus_address_resolve(m->bus_kind, m->address, &address);
         if (r < 0)
                 return r;
-        /* Without the bus nobody can reach us or hear about jobs: leave (with a failure status, so
-         * that a service manager notices) instead of hashing for no one. */
-        r = sd_bus_set_exit_on_disconnect(c->bus, true);
-        if (r < 0)
-                return r;
-        return sd_bus_attach_event(c->bus, c->event, SD_EVENT_PRIORITY_NORMAL);
+        return bus_connect(c, address, &bus_gate_ops, c);
+}
+
+static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+        Manager *m = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (e) {
+                log_error("Failed to acquire %s: %s", FHASH_BUS_NAME, e->message ? e->message : e->name);
+                return sd_event_exit(m->context.event, EXIT_FAILURE);
+        }
+        log_info("fhashd " FHASH_VERSION " ready: %u workers, io mode %s.", engine_get_workers(m->context.engine),
+                 io_mode_to_string(engine_get_io_mode(m->context.engine)));
+        m->status_usec = now_usec();
+        (void)sd_notifyf(false, "READY=1\nSTATUS=Ready, %u workers.", engine_get_workers(m->context.engine));
+        return 0;
 }
 
 int manager_start(Manager *m)
@@ -350,6 +384,9 @@ int manager_start(Manager *m)
         if (r < 0)
                 return log_error_errno(r, "Failed to register the error names: %m");
 
+        r = closing_attach_event(m->context.closing, m->context.event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the closer: %m");
         r = sd_event_add_signal(m->context.event, &m->sigterm_source, SIGTERM, on_signal, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM: %m");
@@ -404,15 +441,12 @@ int manager_start(Manager *m)
         if (r < 0)
                 return log_error_errno(r, "Failed to register the job objects: %m");
 
-        r = sd_bus_request_name(m->context.bus, FHASH_BUS_NAME, 0);
+        /* Not a blocking call: its answer comes through the gate, on the loop. */
+        r = sd_bus_request_name_async(m->context.bus, NULL, FHASH_BUS_NAME, 0, on_name_acquired, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to acquire %s: %m", FHASH_BUS_NAME);
 
         manager_check_idle(m);
-        log_info("fhashd " FHASH_VERSION " ready: %u workers, io mode %s.", engine_get_workers(m->context.engine),
-                 io_mode_to_string(engine_get_io_mode(m->context.engine)));
-        m->status_usec = now_usec();
-        (void)sd_notifyf(false, "READY=1\nSTATUS=Ready, %u workers.", engine_get_workers(m->context.engine));
         return 0;
 }
 

@@ -9,7 +9,6 @@
 #include "basic/macro.h"
 #include "daemon/config.h"
 #include "daemon/context.h"
-#include "daemon/fd-screen.h"
 #include "protocol/bus.h"
 
 /*
@@ -28,7 +27,6 @@ typedef struct Manager {
         BusKind bus_kind;
         char *address;            /* for BUS_KIND_ADDRESS */
         uint64_t idle_exit_usec;  /* 0 = never */
-        FdScreen *fd_screen;      /* takes fds that could hold a close for ever from every message */
 
         sd_event_source *engine_source;
         sd_event_source *progress_timer;
@@ -47,7 +45,8 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Connects to the bus, registers the objects, takes the name and tells systemd we are ready. */
+/* Connects to the bus, registers the objects and asks for the name; systemd is told we are ready
+ * once the bus has given it. */
 int manager_start(Manager *m);
 /* Runs the event loop until shutdown or idle exit; returns the exit code for main(). */
 int manager_run(Manager *m);

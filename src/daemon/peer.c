@@ -11,7 +11,7 @@
 
 #include "basic/log.h"
 #include "basic/time-util.h"
-#include "daemon/fd-screen.h"
+#include "daemon/gate.h"
 #include "daemon/owner.h"
 #include "daemon/peer.h"
 
@@ -28,8 +28,7 @@ Peer *peer_free(Peer *p)
                 sd_bus_flush_close_unref(p->bus);
         else
                 sd_bus_close_unref(p->bus);
-        peer_gate_free(p->gate);
-        fd_screen_forget_socket(p->screened);
+        gate_free(p->gate);
         free(p->name);
         return mfree(p);
 }
@@ -54,7 +53,7 @@ bool peer_check_backlog_max(Context *c, sd_bus *bus, uint64_t max)
                     p->name, (unsigned)p->uid, queued);
         /* sd-bus sees the end of the socket on its next turn and reports Disconnected, which
          * cancels the jobs; closing it from in here would free jobs under our callers. */
-        peer_gate_shutdown(p->gate);
+        gate_shutdown(p->gate);
         return true;
 }
 
@@ -116,9 +115,7 @@ static int on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *er
  * after it, and leaves those bytes in its read buffer when it starts the connection: nothing wakes
  * the loop for them, so a client that sends its first call right after BEGIN (GDBus does) waited
  * for ever. A post source runs after each turn of the loop in which something happened; until the
- * connection is running and has nothing buffered, it lets sd-bus process what it already holds.
- * (Fds that arrive with BEGIN are refused by sd-bus outright: clients make one call without fds
- * first, see the README's "Direct connections".) */
+ * connection is running and has nothing buffered, it lets sd-bus process what it already holds. */
 static int on_handshake_kick(sd_event_source *s, void *userdata)
 {
         Peer *p = userdata;
@@ -136,19 +133,16 @@ static int on_handshake_kick(sd_event_source *s, void *userdata)
         return 0;
 }
 
-static void on_gate_violation(const char *what, void *userdata)
+static void on_gate_violation(Gate *g, const char *what, void *userdata)
 {
         Peer *p = userdata;
 
         log_warning("Direct connection %s (uid %u) sent %s; closing it.", p->name, (unsigned)p->uid, what);
 }
 
-static bool gate_bus_ready(void *userdata)
-{
-        Peer *p = userdata;
-
-        return p->bus && sd_bus_is_ready(p->bus) > 0;
-}
+static const GateOps peer_gate_ops = {
+        .violation = on_gate_violation,
+};
 
 /* Takes fd, whatever happens. sd-bus writes to it and reads what the gate passes on from it. */
 static int peer_start(Peer *p, int fd)
@@ -163,12 +157,7 @@ static int peer_start(Peer *p, int fd)
                 (void)close(fd);
                 return r;
         }
-        /* Room for a large message on its way to sd-bus (root may exceed rmem_max/wmem_max). */
-        if (setsockopt(inner[1], SOL_SOCKET, SO_SNDBUFFORCE, &(int){ 8 << 20 }, sizeof(int)) < 0)
-                (void)setsockopt(inner[1], SOL_SOCKET, SO_SNDBUF, &(int){ 8 << 20 }, sizeof(int));
-        /* What sd-bus reads there, the gate read from the client first: screened once. */
-        p->screened = fd_screen_trust_socket(inner[0]);
-        r = peer_gate_new(c->event, fd, inner[1], on_gate_violation, gate_bus_ready, p, &p->gate);
+        r = gate_new(c, GATE_SERVER, p->uid, fd, inner[1], inner[0], &peer_gate_ops, p, &p->gate);
         if (r < 0) {
                 (void)close(inner[0]);
                 (void)close(fd);

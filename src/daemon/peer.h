@@ -9,7 +9,7 @@
 
 #include "basic/macro.h"
 #include "daemon/context.h"
-#include "daemon/peer-gate.h"
+#include "daemon/gate.h"
 
 typedef struct Peer Peer;
 
@@ -35,8 +35,7 @@ struct Peer {
         uid_t uid;          /* the opener's euid, from the bus driver */
         bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
         sd_event_source *handshake_kick; /* until the handshake is done: see on_handshake_kick() */
-        PeerGate *gate;     /* reads the client's socket and passes whole messages to sd-bus */
-        uint64_t screened;  /* the screen's token for the socket sd-bus reads (fd-screen.h) */
+        Gate *gate;         /* reads the client's socket and passes its messages to sd-bus, without fds */
 };
 
 /* Makes a connection for a caller (unique name opener, euid uid), started and attached to the loop

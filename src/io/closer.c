@@ -2,110 +2,179 @@
 /* closer.c: fds whose close may never return, closed by processes that share our fd table */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "io/closer.h"
 
-/* The pipe holds this many fd numbers (root may raise it past pipe-max-size). */
-#define CLOSER_PIPE_BYTES ((int)(1 << 20))
+/* The closer's own stack, and each child's (a copy of the closer's memory, so one buffer serves
+ * them all): they make a few system calls and nothing else. */
+#define CLOSER_STACK_SIZE ((size_t)64 << 10)
+#define CHILD_STACK_SIZE ((size_t)16 << 10)
+
+/* A report with this bit set: the closer could not make a child for the slot; its fd is still open. */
+#define REPORT_NOT_STARTED 0x80000000u
+
+typedef struct CloserCommand {
+        int32_t slot;
+        int32_t fd;
+} CloserCommand;
+
+/* What the closer is given; read in its copy of our memory. */
+typedef struct CloserArgs {
+        int cmd_r, report_w, sigchld;
+        pid_t parent;
+} CloserArgs;
+
+typedef struct CloserSlot {
+        uint64_t tag;
+        int fd;      /* the fd handed under this slot */
+        bool used;
+} CloserSlot;
 
 struct Closer {
-        int pipe_r, pipe_w; /* fd numbers to close; both in the table we share with the closer */
-        pid_t pid;          /* the closer */
-        int *queued;        /* not yet in the pipe: it was full, or the closer was gone */
-        size_t n_queued, n_alloc;
+        /* All in the table we share with the closer. cmd_r, report_w and sigchld are the closer's to
+         * close while it lives (closing one here could close it under the closer's read, or close a
+         * number the table has given to another file since); they are ours again once it is gone. */
+        int cmd_r, cmd_w;        /* commands, CloserCommand each */
+        int report_r, report_w;  /* slots whose child exited (REPORT_NOT_STARTED: never started) */
+        int sigchld;             /* a signalfd of SIGCHLD, read by the closer */
+        int pidfd;               /* the closer's, or -EBADF */
+        pid_t pid;
+        CloserArgs args;
+        void *stack;
+        CloserSlot slots[CLOSER_CHILDREN_MAX];
+        unsigned n_in_flight;
 };
 
-/*
- * The closer and its children run in a copy of this process made by a raw clone: no fork handlers
- * ran, so nothing of libc that locks or allocates may be used there, only system calls.
- */
-static pid_t clone_sharing_files(void)
+static _align_(64) uint8_t child_stack[CHILD_STACK_SIZE];
+
+/* The clones' code runs on stacks the sanitizers' runtimes did not make, in copies of a process
+ * whose other threads are gone: no instrumentation there. */
+#define _clone_code_ __attribute__((no_sanitize_address, no_sanitize_thread, no_sanitize_undefined))
+
+static void *stack_start(void *base, size_t size)
 {
-        return (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_FILES | SIGCHLD), 0UL, 0UL, 0UL, 0UL);
+#if defined(__hppa__)
+        return base; /* the one architecture whose stack grows up */
+#else
+        return (uint8_t *)base + size;
+#endif
 }
 
-static _noreturn_ void closer_child(int fd)
+/* In a child of the closer: the close, and whatever wait it brings. */
+_clone_code_ static int child_main(void *arg)
 {
-        (void)syscall(SYS_close, fd);
-        syscall(SYS_exit, 0);
-        __builtin_unreachable();
+        (void)syscall(SYS_close, (int)(intptr_t)arg);
+        return 0;
 }
 
-static _noreturn_ void closer_main(int pipe_r, pid_t parent)
+_clone_code_ static void report(const CloserArgs *a, uint32_t v)
 {
-        unsigned children = 0;
+        while (syscall(SYS_write, a->report_w, &v, sizeof(v)) < 0 && errno == EINTR)
+                ;
+}
 
-        /* Not on its own: with fhashd gone, the pipe's write end (in the table it shares) would never
+_clone_code_ static int closer_main(void *arg)
+{
+        const CloserArgs *a = arg;
+        pid_t pids[CLOSER_CHILDREN_MAX] = {};
+        sigset_t mask;
+
+        /* Not on its own: with fhashd gone, the pipes' write ends (in the table it shares) would never
          * close, and it would hold the table, fhashd's sockets with it, for ever. */
         (void)syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL);
-        if (syscall(SYS_getppid) != parent)
-                syscall(SYS_exit, 0);
-        for (;;) {
-                struct pollfd pfd = { .fd = pipe_r, .events = POLLIN };
-                int fds[256];
-                long n;
+        if (syscall(SYS_getppid) != a->parent)
+                return 0;
+        /* SIGCHLD only through the signalfd, which our parent made for us. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        (void)sigprocmask(SIG_BLOCK, &mask, NULL);
 
-                /* Children that are done are reaped within a second, not left as zombies until the
-                 * next fd comes. */
-                while (children > 0 && syscall(SYS_wait4, -1, NULL, WNOHANG, NULL) > 0)
-                        children--;
-                /* ppoll, not poll: the only one every architecture has. */
-                if (children > 0 && syscall(SYS_ppoll, &pfd, 1, &(struct timespec){ .tv_sec = 1 }, NULL, 0) == 0)
-                        continue;
-                n = syscall(SYS_read, pipe_r, fds, sizeof(fds));
+        for (;;) {
+                struct pollfd pfd[2] = { { .fd = a->cmd_r, .events = POLLIN }, { .fd = a->sigchld, .events = POLLIN } };
+                long n = syscall(SYS_ppoll, pfd, 2, NULL, NULL, 0);
+
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
-                        break; /* closer_free(): all that was given is in children's hands */
-                for (long i = 0; i < n / (long)sizeof(int); i++) {
-                        pid_t p;
+                if (n < 0)
+                        break;
+                if (pfd[1].revents & POLLIN) {
+                        struct signalfd_siginfo si[8];
+                        long p;
 
-                        while (children > 0 && syscall(SYS_wait4, -1, NULL, WNOHANG, NULL) > 0)
-                                children--;
-                        if (children >= CLOSER_CHILDREN_MAX && syscall(SYS_wait4, -1, NULL, 0, NULL) > 0)
-                                children--;
-                        p = clone_sharing_files();
-                        if (p == 0)
-                                closer_child(fds[i]);
-                        if (p > 0)
-                                children++;
-                        else
-                                (void)syscall(SYS_close, fds[i]); /* no child: this one waits instead */
+                        while (syscall(SYS_read, a->sigchld, si, sizeof(si)) > 0)
+                                ;
+                        while ((p = syscall(SYS_wait4, -1, NULL, WNOHANG, NULL)) > 0)
+                                for (uint32_t i = 0; i < CLOSER_CHILDREN_MAX; i++)
+                                        if (pids[i] == p) {
+                                                pids[i] = 0;
+                                                report(a, i);
+                                                break;
+                                        }
+                }
+                if (pfd[0].revents & (POLLIN | POLLHUP)) {
+                        CloserCommand cmd[CLOSER_CHILDREN_MAX];
+                        long k = syscall(SYS_read, a->cmd_r, cmd, sizeof(cmd));
+
+                        if (k < 0 && (errno == EINTR || errno == EAGAIN))
+                                continue;
+                        if (k <= 0)
+                                break; /* closer_free(): every close it was given has started */
+                        for (long i = 0; i < k / (long)sizeof(CloserCommand); i++) {
+                                uint32_t slot = (uint32_t)cmd[i].slot;
+                                pid_t p;
+
+                                if (slot >= CLOSER_CHILDREN_MAX)
+                                        continue;
+                                p = clone(child_main, stack_start(child_stack, sizeof(child_stack)),
+                                          CLONE_FILES | SIGCHLD, (void *)(intptr_t)cmd[i].fd);
+                                if (p > 0)
+                                        pids[slot] = p;
+                                else
+                                        report(a, slot | REPORT_NOT_STARTED);
+                        }
                 }
         }
-        /* The read end is ours to close: in the table we share, closing it closes it for both. */
-        (void)syscall(SYS_close, pipe_r);
-        syscall(SYS_exit, 0);
-        __builtin_unreachable();
+        /* Ours to close, in the table we share: closing them closes them for our parent too. */
+        (void)syscall(SYS_close, a->cmd_r);
+        (void)syscall(SYS_close, a->report_w);
+        (void)syscall(SYS_close, a->sigchld);
+        return 0;
 }
 
 static int closer_spawn(Closer *c)
 {
-        pid_t parent = getpid(), p;
+        pid_t p;
 
-        p = clone_sharing_files();
+        c->args = (CloserArgs){ .cmd_r = c->cmd_r, .report_w = c->report_w, .sigchld = c->sigchld,
+                                .parent = getpid() };
+        p = clone(closer_main, stack_start(c->stack, CLOSER_STACK_SIZE), CLONE_FILES | SIGCHLD, &c->args);
         if (p < 0)
                 return -errno;
-        if (p == 0)
-                closer_main(c->pipe_r, parent);
         c->pid = p;
+#ifdef SYS_pidfd_open
+        c->pidfd = (int)syscall(SYS_pidfd_open, p, 0);
+        if (c->pidfd < 0)
+                c->pidfd = -EBADF;
+#endif
         return 0;
 }
 
 int closer_new(Closer **ret)
 {
         Closer *c;
+        sigset_t mask;
         int p[2], r;
 
         /* A fail label rather than _cleanup_: the analyzers in scripts/lint do not follow cleanup
@@ -113,18 +182,39 @@ int closer_new(Closer **ret)
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        c->pipe_r = c->pipe_w = -EBADF;
+        c->cmd_r = c->cmd_w = c->report_r = c->report_w = c->sigchld = c->pidfd = -EBADF;
+        c->stack = mmap(NULL, CLOSER_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                        -1, 0);
+        if (c->stack == MAP_FAILED) {
+                c->stack = NULL;
+                r = -errno;
+                goto fail;
+        }
+        if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        c->cmd_r = p[0];
+        c->cmd_w = p[1];
         if (pipe2(p, O_CLOEXEC) < 0) {
                 r = -errno;
                 goto fail;
         }
-        c->pipe_r = p[0];
-        c->pipe_w = p[1];
-        (void)fcntl(c->pipe_w, F_SETPIPE_SZ, CLOSER_PIPE_BYTES);
-        if (fcntl(c->pipe_w, F_SETFL, O_NONBLOCK) < 0) {
+        c->report_r = p[0];
+        c->report_w = p[1];
+        if (fcntl(c->report_r, F_SETFL, O_NONBLOCK) < 0) {
                 r = -errno;
                 goto fail;
         }
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        c->sigchld = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (c->sigchld < 0) {
+                r = -errno;
+                goto fail;
+        }
+        for (unsigned i = 0; i < CLOSER_CHILDREN_MAX; i++)
+                c->slots[i].fd = -EBADF;
         r = closer_spawn(c);
         if (r < 0)
                 goto fail;
@@ -140,68 +230,128 @@ int closer_pid(const Closer *c)
         return c->pid;
 }
 
-/* Writes what is queued; -EAGAIN if some is left. */
-static int closer_flush(Closer *c)
+int closer_get_report_fd(const Closer *c)
 {
-        size_t done = 0;
-        int r = 0;
-
-        /* A closer that died (killed by hand, or the OOM killer) is made again. */
-        if (c->pid > 0 && waitpid(c->pid, NULL, WNOHANG) == c->pid) {
-                c->pid = 0;
-                r = closer_spawn(c);
-                if (r < 0)
-                        return r;
-        }
-        while (done < c->n_queued) {
-                /* At most PIPE_BUF bytes: such a write is whole or fails, never part of an int. */
-                size_t n = MIN(c->n_queued - done, (size_t)PIPE_BUF / sizeof(int));
-                ssize_t k = write(c->pipe_w, c->queued + done, n * sizeof(int));
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        r = -errno;
-                        break;
-                }
-                done += (size_t)k / sizeof(int);
-        }
-        memmove(c->queued, c->queued + done, (c->n_queued - done) * sizeof(int));
-        c->n_queued -= done;
-        return c->n_queued > 0 ? (r < 0 ? r : -EAGAIN) : 0;
+        return c->report_r;
 }
 
-int closer_close(Closer *c, int fd)
+int closer_get_pidfd(const Closer *c)
 {
-        if (fd < 0)
-                return 0;
-        if (c->n_queued == c->n_alloc) {
-                size_t a = MAX((size_t)16, 2 * c->n_alloc);
-                int *q = reallocarray(c->queued, a, sizeof(int));
+        return c->pidfd;
+}
 
-                if (!q)
-                        return -ENOMEM; /* fd stays open */
-                c->queued = q;
-                c->n_alloc = a;
+unsigned closer_in_flight(const Closer *c)
+{
+        return c->n_in_flight;
+}
+
+static bool closer_gone(Closer *c)
+{
+        return c->pid <= 0 || waitpid(c->pid, NULL, WNOHANG) == c->pid;
+}
+
+static void slot_end(Closer *c, uint32_t i, bool closed, CloserDone done, void *userdata)
+{
+        CloserSlot s = c->slots[i];
+
+        if (!s.used)
+                return;
+        c->slots[i] = (CloserSlot){ .fd = -EBADF };
+        c->n_in_flight--;
+        if (done)
+                done(s.tag, closed, closed ? -EBADF : s.fd, userdata);
+}
+
+/* The closer died (killed by hand, or by the OOM killer). Commands it never read give their fds
+ * back; every other close counts as ended (one read and not started is lost with it: its fd stays
+ * open, which is the worst a killed closer can cost). Then it is made again, on the same pipes. */
+static int closer_recover(Closer *c, CloserDone done, void *userdata)
+{
+        CloserCommand cmd[CLOSER_CHILDREN_MAX];
+        ssize_t k;
+        int n = 0;
+
+        c->pid = 0;
+        c->pidfd = safe_close(c->pidfd);
+        while ((k = read(c->cmd_r, cmd, sizeof(cmd))) > 0)
+                for (ssize_t i = 0; i < k / (ssize_t)sizeof(CloserCommand); i++)
+                        if ((uint32_t)cmd[i].slot < CLOSER_CHILDREN_MAX) {
+                                slot_end(c, (uint32_t)cmd[i].slot, false, done, userdata);
+                                n++;
+                        }
+        for (uint32_t i = 0; i < CLOSER_CHILDREN_MAX; i++)
+                if (c->slots[i].used) {
+                        slot_end(c, i, true, done, userdata);
+                        n++;
+                }
+        /* Signals of its children went to it; a new signalfd's queue starts empty anyway. */
+        return closer_spawn(c) < 0 ? -ECHILD : n;
+}
+
+int closer_dispatch(Closer *c, CloserDone done, void *userdata)
+{
+        uint32_t v[CLOSER_CHILDREN_MAX];
+        ssize_t k;
+        int n = 0, r;
+
+        while ((k = read(c->report_r, v, sizeof(v))) > 0)
+                for (ssize_t i = 0; i < k / (ssize_t)sizeof(uint32_t); i++) {
+                        uint32_t slot = v[i] & ~REPORT_NOT_STARTED;
+
+                        if (slot < CLOSER_CHILDREN_MAX) {
+                                slot_end(c, slot, !(v[i] & REPORT_NOT_STARTED), done, userdata);
+                                n++;
+                        }
+                }
+        if (closer_gone(c)) {
+                r = closer_recover(c, done, userdata);
+                if (r < 0)
+                        return r;
+                n += r;
         }
-        c->queued[c->n_queued++] = fd;
-        return closer_flush(c);
+        return n;
+}
+
+int closer_submit(Closer *c, int fd, uint64_t tag)
+{
+        CloserCommand cmd = { .fd = fd };
+        uint32_t i;
+
+        if (fd < 0)
+                return -EBADF;
+        if (c->n_in_flight >= CLOSER_CHILDREN_MAX)
+                return -EBUSY;
+        if (c->pid <= 0 && closer_spawn(c) < 0)
+                return -ECHILD;
+        for (i = 0; i < CLOSER_CHILDREN_MAX && c->slots[i].used; i++)
+                ;
+        cmd.slot = (int32_t)i;
+        /* 8 bytes, under PIPE_BUF: whole or not at all. The pipe holds far more than
+         * CLOSER_CHILDREN_MAX commands, so it is never full. */
+        if (write(c->cmd_w, &cmd, sizeof(cmd)) != (ssize_t)sizeof(cmd))
+                return errno == EAGAIN ? -EBUSY : -errno;
+        c->slots[i] = (CloserSlot){ .tag = tag, .fd = fd, .used = true };
+        c->n_in_flight++;
+        return 0;
 }
 
 Closer *closer_free(Closer *c)
 {
         if (!c)
                 return NULL;
-        /* Whatever the pipe holds is closed by the closer, which then sees the end and exits. What
-         * the pipe could not take yet gets a last try; what still cannot go stays open: closing it
-         * here is what the closer is for. */
-        if (c->n_queued > 0)
-                (void)closer_flush(c);
-        c->pipe_w = safe_close(c->pipe_w);
-        /* The read end is the closer's now (one table: closing it here would close it under the
-         * closer's read); without a closer, it is ours. */
-        if (c->pid <= 0 || waitpid(c->pid, NULL, WNOHANG) == c->pid)
-                c->pipe_r = safe_close(c->pipe_r);
-        free(c->queued);
+        /* The closer reads what is left, starts a child for each, sees the end of the pipe and exits,
+         * closing its own ends. If it is gone already, those ends are ours. */
+        if (c->pid > 0 && !closer_gone(c)) {
+                c->cmd_w = safe_close(c->cmd_w);
+        } else {
+                c->cmd_w = safe_close(c->cmd_w);
+                c->cmd_r = safe_close(c->cmd_r);
+                c->report_w = safe_close(c->report_w);
+                c->sigchld = safe_close(c->sigchld);
+        }
+        c->report_r = safe_close(c->report_r);
+        c->pidfd = safe_close(c->pidfd);
+        if (c->stack)
+                (void)munmap(c->stack, CLOSER_STACK_SIZE);
         return mfree(c);
 }

@@ -105,12 +105,12 @@ const char *fs_class_to_string(FsClass c)
         return c >= 0 && c < _FS_CLASS_MAX ? fs_class_table[c] : NULL;
 }
 
-int fsinfo_stat(int fd, FsStat *ret)
+int fsinfo_statx(int fd, unsigned mask, FsStat *ret, struct statx *ret_stx)
 {
         struct statx stx = {};
 
         /* glibc 2.36's struct statx does not name stx_mnt_id: the kernel's struct and the raw call. */
-        if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &stx) < 0)
+        if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, mask | STATX_TYPE | STATX_MNT_ID, &stx) < 0)
                 return -errno;
         if (!(stx.stx_mask & STATX_MNT_ID) || !(stx.stx_mask & STATX_TYPE))
                 return -EOPNOTSUPP;
@@ -120,7 +120,14 @@ int fsinfo_stat(int fd, FsStat *ret)
                 .dev_major = stx.stx_dev_major,
                 .dev_minor = stx.stx_dev_minor,
         };
+        if (ret_stx)
+                *ret_stx = stx;
         return 0;
+}
+
+int fsinfo_stat(int fd, FsStat *ret)
+{
+        return fsinfo_statx(fd, 0, ret, NULL);
 }
 
 /* Parses one mountinfo line, "ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS...] - TYPE SOURCE SUPEROPTS",

@@ -33,6 +33,10 @@ typedef struct FsStat {
  * server; fails (-EACCES) on a FUSE mount that does not allow this process (one mounted in another
  * user's namespace) rather than waiting on it. Returns 0 or -errno. */
 int fsinfo_stat(int fd, FsStat *ret);
+/* fsinfo_stat() asking for mask too, in the same statx: *ret_stx has what it said (a struct statx of
+ * linux/stat.h, which sys/stat.h's is since glibc 2.28). */
+struct statx;
+int fsinfo_statx(int fd, unsigned mask, FsStat *ret, struct statx *ret_stx);
 
 /* The file system of fd, through a table read for this call (fs_table_lookup() for many). */
 int fsinfo_of_fd(int fd, FsInfo *ret);
