@@ -123,6 +123,6 @@ typedef struct Field {
 } Field;
 
 /* Each returns 0, or -EBADMSG with r->why set. */
-int fail(Reader *r, const char *why);
+int reader_fail(Reader *r, const char *why);
 /* The next field at *pos, after its padding. */
-int field_next(Reader *r, size_t *pos, Field *ret);
+int reader_field_next(Reader *r, size_t *pos, Field *ret);

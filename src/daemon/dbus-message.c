@@ -188,7 +188,7 @@ int dbus_message_parse(const uint8_t *m, size_t len, size_t n_fds, DBusHeader *r
         for (pos = DBUS_MESSAGE_FIXED_SIZE; pos < r.end;) {
                 Field f;
 
-                k = field_next(&r, &pos, &f);
+                k = reader_field_next(&r, &pos, &f);
                 if (k < 0) {
                         why = r.why;
                         goto fail;
@@ -277,7 +277,7 @@ static ssize_t rewrite_fields(const uint8_t *m, const DBusHeader *h, const char 
                 size_t at = ALIGN_TO(o, 8), n;
                 Field f;
 
-                if (field_next(&r, &pos, &f) < 0)
+                if (reader_field_next(&r, &pos, &f) < 0)
                         return -EBADMSG;
                 if (f.code == DBUS_FIELD_UNIX_FDS)
                         continue;

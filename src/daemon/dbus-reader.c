@@ -28,7 +28,7 @@ const FieldRule field_rules[_DBUS_FIELD_MAX] = {
                                   NULL },
 };
 
-int fail(Reader *r, const char *why)
+int reader_fail(Reader *r, const char *why)
 {
         r->why = why;
         return -EBADMSG;
@@ -40,10 +40,10 @@ static int skip_padding(Reader *r, size_t *pos, size_t align)
         size_t to = ALIGN_TO(*pos, align);
 
         if (to > r->end)
-                return fail(r, R_PAST_END);
+                return reader_fail(r, R_PAST_END);
         for (size_t i = *pos; i < to; i++)
                 if (r->m[i] != 0)
-                        return fail(r, R_PADDING);
+                        return reader_fail(r, R_PADDING);
         *pos = to;
         return 0;
 }
@@ -55,7 +55,7 @@ static int take(Reader *r, size_t *pos, size_t align, size_t n, const uint8_t **
         if (k < 0)
                 return k;
         if (n > r->end - *pos)
-                return fail(r, R_PAST_END);
+                return reader_fail(r, R_PAST_END);
         *ret = r->m + *pos;
         *pos += n;
         return 0;
@@ -78,11 +78,11 @@ static int take_text(Reader *r, size_t *pos, size_t n, const char **ret)
         const char *s = (const char *)r->m + *pos;
 
         if (n >= r->end - *pos)
-                return fail(r, R_PAST_END);
+                return reader_fail(r, R_PAST_END);
         if (memchr(s, 0, n))
-                return fail(r, R_NUL_INSIDE);
+                return reader_fail(r, R_NUL_INSIDE);
         if (s[n] != 0)
-                return fail(r, R_NOT_TERMINATED);
+                return reader_fail(r, R_NOT_TERMINATED);
         *pos += n + 1;
         *ret = s;
         return 0;
@@ -105,16 +105,16 @@ static int take_signature(Reader *r, size_t *pos, const char **ret)
         int k;
 
         if (*pos >= r->end)
-                return fail(r, R_PAST_END);
+                return reader_fail(r, R_PAST_END);
         n = r->m[(*pos)++];
         /* sd-bus reads the length and adds one for the NUL in a uint8_t; it refuses 255. */
         if (n == 255)
-                return fail(r, R_SIG_255);
+                return reader_fail(r, R_SIG_255);
         k = take_text(r, pos, n, &s);
         if (k < 0)
                 return k;
         if (!dbus_signature_check(s, &why))
-                return fail(r, why);
+                return reader_fail(r, why);
         *ret = s;
         return 0;
 }
@@ -157,7 +157,7 @@ static int skip_value(Reader *r, size_t *pos, const char *sig, unsigned depth)
                 return take(r, pos, 2, 2, &p);
         case 'b':
                 k = take_u32(r, pos, &n);
-                return k < 0 ? k : n > 1 ? fail(r, R_BOOLEAN) : 0;
+                return k < 0 ? k : n > 1 ? reader_fail(r, R_BOOLEAN) : 0;
         case 'i':
         case 'u':
         case 'h':
@@ -168,59 +168,59 @@ static int skip_value(Reader *r, size_t *pos, const char *sig, unsigned depth)
                 return take(r, pos, 8, 8, &p);
         case 's':
                 k = take_string(r, pos, &s);
-                return k < 0 ? k : dbus_string_is_utf8(s) ? 0 : fail(r, R_UTF8);
+                return k < 0 ? k : dbus_string_is_utf8(s) ? 0 : reader_fail(r, R_UTF8);
         case 'o':
                 k = take_string(r, pos, &s);
-                return k < 0 ? k : dbus_object_path_is_valid(s) ? 0 : fail(r, R_OBJECT_PATH);
+                return k < 0 ? k : dbus_object_path_is_valid(s) ? 0 : reader_fail(r, R_OBJECT_PATH);
         case 'g':
                 return take_signature(r, pos, &s);
         case 'v':
                 if (depth >= DEPTH_MAX)
-                        return fail(r, R_TOO_DEEP);
+                        return reader_fail(r, R_TOO_DEEP);
                 k = take_signature(r, pos, &s);
                 if (k < 0)
                         return k;
                 if (!dbus_signature_is_single(s))
-                        return fail(r, R_NOT_SINGLE);
+                        return reader_fail(r, R_NOT_SINGLE);
                 return skip_value(r, pos, s, depth + 1);
         case 'a': {
                 unsigned elements = 0;
                 size_t start;
 
                 if (depth >= DEPTH_MAX)
-                        return fail(r, R_TOO_DEEP);
+                        return reader_fail(r, R_TOO_DEEP);
                 k = take_u32(r, pos, &n);
                 if (k < 0)
                         return k;
                 if (n > DBUS_ARRAY_SIZE_MAX)
-                        return fail(r, R_ARRAY_TOO_BIG);
+                        return reader_fail(r, R_ARRAY_TOO_BIG);
                 /* Padding to the first element's alignment follows the length even when there is
                  * none, and is not counted in it. */
                 k = skip_padding(r, pos, type_alignment(sig[1]));
                 if (k < 0)
                         return k;
                 if (n > r->end - *pos)
-                        return fail(r, R_PAST_END);
+                        return reader_fail(r, R_PAST_END);
                 for (start = *pos; *pos < start + n; elements++) {
                         if (elements == 1)
-                                return fail(r, R_UNKNOWN_ARRAY);
+                                return reader_fail(r, R_UNKNOWN_ARRAY);
                         k = skip_value(r, pos, sig + 1, depth + 1);
                         if (k < 0)
                                 return k;
                 }
-                return *pos == start + n ? 0 : fail(r, R_ARRAY_LENGTH);
+                return *pos == start + n ? 0 : reader_fail(r, R_ARRAY_LENGTH);
         }
         case '(':
         case '{':
                 /* message_skip_fields() in sd-bus 252 tests for 'r' and 'e', the type codes that
                  * never appear in a signature, and drops the message at '(' or '{'. */
-                return fail(r, R_UNKNOWN_STRUCT);
+                return reader_fail(r, R_UNKNOWN_STRUCT);
         default:
-                return fail(r, R_SIG_CODE); /* not reached: the signature was checked */
+                return reader_fail(r, R_SIG_CODE); /* not reached: the signature was checked */
         }
 }
 
-int field_next(Reader *r, size_t *pos, Field *ret)
+int reader_field_next(Reader *r, size_t *pos, Field *ret)
 {
         const FieldRule *rule;
         const char *sig;
@@ -231,16 +231,16 @@ int field_next(Reader *r, size_t *pos, Field *ret)
         if (k < 0)
                 return k;
         if (*pos == r->end)
-                return fail(r, R_TRAILING);
+                return reader_fail(r, R_TRAILING);
         f.start = *pos;
         f.code = r->m[(*pos)++];
         k = take_signature(r, pos, &sig);
         if (k < 0)
                 return k;
         if (f.code == 0)
-                return fail(r, R_CODE_INVALID);
+                return reader_fail(r, R_CODE_INVALID);
         if (!dbus_signature_is_single(sig))
-                return fail(r, R_NOT_SINGLE);
+                return reader_fail(r, R_NOT_SINGLE);
         f.value = *pos;
 
         if (f.code >= _DBUS_FIELD_MAX) {
@@ -254,14 +254,14 @@ int field_next(Reader *r, size_t *pos, Field *ret)
 
         rule = &field_rules[f.code];
         if (sig[0] != rule->type || sig[1] != 0)
-                return fail(r, rule->wrong_type);
+                return reader_fail(r, rule->wrong_type);
         switch (rule->type) {
         case 'u':
                 k = take_u32(r, pos, &f.u32);
                 if (k < 0)
                         return k;
                 if (f.code == DBUS_FIELD_REPLY_SERIAL && f.u32 == 0)
-                        return fail(r, R_REPLY_SERIAL_ZERO);
+                        return reader_fail(r, R_REPLY_SERIAL_ZERO);
                 break;
         case 'g':
                 k = take_signature(r, pos, &f.str);
@@ -273,7 +273,7 @@ int field_next(Reader *r, size_t *pos, Field *ret)
                 if (k < 0)
                         return k;
                 if (!rule->valid(f.str))
-                        return fail(r, rule->invalid);
+                        return reader_fail(r, rule->invalid);
         }
         f.end = *pos;
         *ret = f;
