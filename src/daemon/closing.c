@@ -68,6 +68,8 @@ Closing *closing_free(Closing *q)
         sd_event_source_disable_unref(q->report_source);
         sd_event_source_disable_unref(q->death_source);
         closer_free(q->closer);
+        /* uthash.h is a system header, which cppcheck is not given. */
+        // cppcheck-suppress unknownMacro
         HASH_ITER(hh, q->by_uid, u, tmp)
                 closing_user_free(q, u); // NOLINT(clang-analyzer-unix.Malloc): HASH_ITER keeps the next entry
         return mfree(q);

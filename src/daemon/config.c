@@ -437,7 +437,7 @@ void config_fd_limits(uint64_t nofile, unsigned max_open, UserLimit ret[_USER_RE
          * or a 64th of the fds), the engine's opens by path, rings, pipes, the closer's, and room to
          * receive two messages' fds (SCM_MAX_FD each) when every budget is spent, so that no read of a
          * socket of ours ever finds the table full. */
-        uint64_t own = 64 + 5 * MIN((uint64_t)PEERS_MAX, nofile / 64) + max_open + 2 * FDS_PER_MESSAGE_MAX;
+        uint64_t own = 64 + 5 * MIN((uint64_t)PEERS_MAX, nofile / 64) + max_open + 2 * (uint64_t)FDS_PER_MESSAGE_MAX;
         uint64_t headroom = MAX(nofile / 16, own);
         uint64_t rest = nofile > 2 * headroom ? nofile - headroom : nofile / 2;
         uint64_t transit = MAX(rest / 8, (uint64_t)TRANSIT_MIN), closing = MAX(rest / 8, 2 * (uint64_t)CLOSING_MIN_PER_UID);

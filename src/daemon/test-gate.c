@@ -244,7 +244,8 @@ static void build_call(Msg *m, uint32_t serial, const char *path, const char *if
         fields = m->len - 16;
         put32(m->b + 12, (uint32_t)fields);
         m->len = ALIGN_TO(m->len, 8);
-        memcpy(m->b + m->len, body, body_len);
+        if (body_len > 0)
+                memcpy(m->b + m->len, body, body_len);
         m->len += body_len;
 }
 

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -183,11 +182,9 @@ int closer_new(Closer **ret)
         if (!c)
                 return -ENOMEM;
         c->cmd_r = c->cmd_w = c->report_r = c->report_w = c->sigchld = c->pidfd = -EBADF;
-        c->stack = mmap(NULL, CLOSER_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                        -1, 0);
-        if (c->stack == MAP_FAILED) {
-                c->stack = NULL;
-                r = -errno;
+        c->stack = aligned_alloc(64, CLOSER_STACK_SIZE);
+        if (!c->stack) {
+                r = -ENOMEM;
                 goto fail;
         }
         if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -351,7 +348,6 @@ Closer *closer_free(Closer *c)
         }
         c->report_r = safe_close(c->report_r);
         c->pidfd = safe_close(c->pidfd);
-        if (c->stack)
-                (void)munmap(c->stack, CLOSER_STACK_SIZE);
+        free(c->stack);
         return mfree(c);
 }
