@@ -48,6 +48,14 @@ void send_work(Shard *s, FileSlot *f, Buffer *b, uint32_t len, uint32_t flags)
                 f->worker_closed = true;
         if (b)
                 b->owner = BUF_WORKER;
+        if (b && b->small && (flags & WORK_FIRST) && (flags & WORK_LAST) && s->n_express < s->express_cap) {
+                /* A whole file in one small slot: hashed first (engine-internal.h, express). Its only
+                 * item, so nothing of the file's can pass it. */
+                atomic_fetch_add_explicit(&s->backlog, 1, memory_order_relaxed);
+                s->express[(s->express_head + s->n_express++) % s->express_cap] =
+                        (WorkItem){ .file = f, .buf = b, .len = len, .flags = flags };
+                return;
+        }
         link_push(w, &(WorkItem){ .file = f, .buf = b, .len = len, .flags = flags });
 }
 

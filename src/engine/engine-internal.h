@@ -161,6 +161,12 @@ struct Shard {
         _Atomic bool has_deferred;    /* any thread: deferred is not empty */
 
         Worker *links;                /* n_shards: links[k] hands work to shard k */
+        /* Whole files in one small slot, hashed before anything in the links' queues: a 4 KiB file
+         * must not wait behind megabytes of other files' buffers (under 32 users' load, a root
+         * client's 4 KiB file spent most of its time there). This thread's only; at most one item
+         * per small slot, so it never fills. */
+        WorkItem *express;
+        unsigned express_head, n_express, express_cap;
         _Alignas(CACHELINE) _Atomic unsigned backlog;  /* any thread: items queued to this shard, for
                                                         * the least-loaded choice of pieces */
 

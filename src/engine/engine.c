@@ -100,7 +100,9 @@ static int shard_init(Engine *e, Shard *s, unsigned id, int cpu)
         s->bufs = calloc(s->n_buffers + s->n_small, sizeof(Buffer));
         s->slots = calloc(s->n_slots, sizeof(FileSlot));
         s->links = calloc(e->n_shards, sizeof(Worker));
-        if (!s->bufs || !s->slots || !s->links)
+        s->express_cap = s->n_small + 1;
+        s->express = calloc(s->express_cap, sizeof(WorkItem));
+        if (!s->bufs || !s->slots || !s->links || !s->express)
                 return -ENOMEM;
         for (unsigned i = 0; i < s->n_buffers + s->n_small; i++)
                 s->bufs[i] = (Buffer){ .data = pool_data(&s->pool, i), .slot = i, .index = (int)i, .span = 1,
@@ -141,6 +143,7 @@ static void shard_deinit(Shard *s)
         }
         free(s->slots);
         free(s->bufs);
+        free(s->express);
         for (unsigned i = 0; s->links && i < s->n_shards; i++)
                 worker_deinit(&s->links[i]);
         free(s->links);

@@ -186,15 +186,22 @@ static void worker_handle(Worker *w, const WorkItem *it)
  * idle behind a long batch of hashing (a cold file read O_DIRECT waited for whole batches). */
 #define HASH_TURN_BYTES ((uint64_t)1 << 20)
 
-/* The inbox of s from every shard, its own first, each in the order it was queued, up to
- * HASH_TURN_BYTES (at least one item). */
+/* The express items of s first, all of them (each a whole small file), then the inbox of s from
+ * every shard, its own first, each in the order it was queued, up to HASH_TURN_BYTES (at least one
+ * item). */
 bool shard_hash_work(Shard *s)
 {
         Engine *e = s->engine;
         uint64_t bytes = 0;
-        bool any = false;
+        bool any = s->n_express > 0;
         WorkItem it;
 
+        while (s->n_express > 0) {
+                it = s->express[s->express_head];
+                s->express_head = (s->express_head + 1) % s->express_cap;
+                s->n_express--;
+                worker_handle(&s->links[s->id], &it);
+        }
         for (unsigned k = 0; k < e->n_shards; k++) {
                 Worker *w = &e->shards[(s->id + k) % e->n_shards].links[s->id];
                 while (bytes < HASH_TURN_BYTES && spsc_queue_pop(&w->in, &it)) {
@@ -210,6 +217,8 @@ bool shard_work_pending(Shard *s)
 {
         Engine *e = s->engine;
 
+        if (s->n_express > 0)
+                return true;
         for (unsigned i = 0; i < e->n_shards; i++)
                 if (!spsc_queue_empty(&e->shards[i].links[s->id].in))
                         return true;
