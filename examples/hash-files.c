@@ -15,7 +15,7 @@ static void print_result(const fhash_result *r, void *userdata)
 {
         const char *p;
 
-        if (r->error) {
+        if (r->status != FHASH_OK) {
                 fprintf(stderr, "sha256sum: %s: %s\n", r->name, r->message);
                 failed = 1;
                 return;

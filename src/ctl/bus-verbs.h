@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <systemd/sd-bus.h>
 
-#include "client/progress.h"
+#include "ctl/progress.h"
 
 /* The manager's properties, "Name: value" lines. */
 int ctl_bus_status(sd_bus *bus, FILE *f, sd_bus_error *error);

@@ -39,20 +39,18 @@ typedef struct CheckState {
         /* pulling */
         size_t pull_file, pull_entry;
         int pull_phase;        /* 0: begin marker next, 1: entries, 2: end marker */
-        HashAlgo last_algo;    /* markers take it: they do not split a job */
         /* delivering: counts of the manifest being delivered */
         size_t ok, mismatched, unreadable;
         bool failed;
 } CheckState;
 
-static void check_json(const RunItem *item, const RunResult *r, const char *status, const char *error)
+static void check_json(const fhash_result *r, const char *status, const char *error)
 {
         fputs("{\"name\":", stdout);
-        (void)output_write_json_string(stdout, item->name);
-        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", hash_algo_to_string(item->algo),
-               item->expected);
-        if (r->hex[0])
-                printf("\"%s\",\"size\":%" PRIu64, r->hex, r->size);
+        (void)output_write_json_string(stdout, r->name);
+        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", r->algorithm, r->expected ?: "");
+        if (r->digest)
+                printf("\"%s\",\"size\":%" PRIu64, r->digest, r->size);
         else
                 fputs("null,\"size\":null", stdout);
         printf(",\"status\":\"%s\",\"error\":", status);
@@ -120,7 +118,7 @@ static int check_load(CheckState *s, CheckManifest *cm)
                                    &cm->m);
 }
 
-static int check_next(void *userdata, RunItem *ret)
+static int check_next(void *userdata, fhash_input *ret)
 {
         CheckState *s = userdata;
         const Args *a = s->args;
@@ -137,8 +135,8 @@ static int check_next(void *userdata, RunItem *ret)
                                 return r;
                         s->pull_phase = 1;
                         s->pull_entry = 0;
-                        *ret = (RunItem){ .name = cm->sumfile, .path = cm->sumfile, .algo = s->last_algo,
-                                          .note = CHECK_BEGIN };
+                        *ret = (fhash_input){ .path = cm->sumfile, .fd = -1, .skip = CHECK_BEGIN,
+                                              .userdata = (void *)CHECK_BEGIN };
                         return 1;
                 case 1:
                         while (cm->m && s->pull_entry < cm->m->n_entries) {
@@ -149,16 +147,17 @@ static int check_next(void *userdata, RunItem *ret)
                                 if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
                                         continue;
                                 cm->n_items++;
-                                s->last_algo = e->algo;
-                                *ret = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo,
-                                                  .out_len = e->out_len, .expected = e->hex };
+                                *ret = (fhash_input){ .path = e->name, .fd = -1, .expected = e->hex,
+                                                      .algorithm = e->algo != a->algo ? hash_algo_to_string(e->algo)
+                                                                                      : NULL,
+                                                      .length_bits = e->out_len * 8 };
                                 return 1;
                         }
                         s->pull_phase = 2;
                         break;
                 default:
-                        *ret = (RunItem){ .name = cm->sumfile, .path = cm->sumfile, .algo = s->last_algo,
-                                          .note = CHECK_END };
+                        *ret = (fhash_input){ .path = cm->sumfile, .fd = -1, .skip = CHECK_END,
+                                              .userdata = (void *)CHECK_END };
                         s->pull_phase = 0;
                         s->pull_file++;
                         return 1;
@@ -251,29 +250,29 @@ static void check_marker(CheckState *s, bool begin)
         cm->sumfile = NULL;
 }
 
-static void check_result(const RunItem *item, const RunResult *r, void *userdata)
+static void check_result(const fhash_result *r, void *userdata)
 {
         CheckState *s = userdata;
         const Args *a = s->args;
         const char *verdict;
 
-        if (item->note == CHECK_BEGIN || item->note == CHECK_END) {
-                check_marker(s, item->note == CHECK_BEGIN);
+        if (r->userdata == CHECK_BEGIN || r->userdata == CHECK_END) {
+                check_marker(s, r->userdata == CHECK_BEGIN);
                 return;
         }
         switch (r->status) {
-        case RUN_OK:
+        case FHASH_OK:
                 s->ok++;
                 if (a->json)
-                        check_json(item, r, "ok", NULL);
+                        check_json(r, "ok", NULL);
                 if (a->json || a->quiet || a->status)
                         return;
                 verdict = "OK";
                 break;
-        case RUN_MISMATCH:
+        case FHASH_MISMATCH:
                 s->mismatched++;
                 if (a->json) {
-                        check_json(item, r, "mismatch", NULL);
+                        check_json(r, "mismatch", NULL);
                         return;
                 }
                 if (a->status)
@@ -283,16 +282,16 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
         default:
                 s->unreadable++;
                 if (a->json) {
-                        check_json(item, r, "unreadable", r->message ? r->message : "failed");
+                        check_json(r, "unreadable", r->message ? r->message : "failed");
                         return;
                 }
                 /* coreutils names the unreadable file even with --status. */
-                ctl_err_name(item->name, r->message ? r->message : "failed");
+                ctl_err_name(r->name, r->message ? r->message : "failed");
                 if (a->status)
                         return;
                 verdict = "FAILED open or read";
         }
-        (void)output_write_check_name(stdout, item->name);
+        (void)output_write_check_name(stdout, r->name);
         printf(": %s\n", verdict);
 }
 
@@ -303,9 +302,7 @@ int verb_check(Args *a)
                 .args = a,
                 .files = a->n_rest > 0 ? a->rest : stdin_arg,
                 .n_files = a->n_rest > 0 ? a->n_rest : 1,
-                .last_algo = a->algo,
         };
-        RunSource source = { .next = check_next, .userdata = &s };
         int r;
 
         if (a->tag || a->recursive)
@@ -315,7 +312,7 @@ int verb_check(Args *a)
                 ctl_err("Out of memory.");
                 return CTL_EXIT_FAILED;
         }
-        r = ctl_run_items(a, &source, check_result, &s);
+        r = ctl_run(a, check_next, &s, check_result, &s);
         for (size_t i = 0; i < s.n_files; i++) {
                 manifest_free(s.manifests[i].m);
                 free(s.manifests[i].q);

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""test-libfhash-symbols.py LIBFHASH_SO DAEMON_ARCHIVE: libfhash.so.0 holds the client and the
-in-process engine, nothing of fhashd. Every global symbol the objects of src/daemon/ define (nm on
+"""test-libfhash-symbols.py LIBFHASH_SO DAEMON_ARCHIVE SYMBOLS_FILE: libfhash.so.0 holds the client and
+the in-process engine, nothing of fhashd. Every global symbol the objects of src/daemon/ define (nm on
 the fhash-daemon archive) must be absent from the library's symbol table, hidden ones included: a
 backup tool that links libfhash must not map fhashd's manager, jobs or fd screening into its
-process. The library exports fhash_* and nothing else. Exits 77 when nm is missing or the library
-was stripped (nothing could be checked)."""
+process. The library exports fhash_* and nothing else, each in a version node, exactly as the Debian
+symbols file lists them. Exits 77 when nm is missing or the library was stripped (nothing could be
+checked)."""
 
 import os
 import shutil
@@ -21,9 +22,9 @@ def nm(*args):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit('usage: test-libfhash-symbols.py LIBFHASH_SO DAEMON_ARCHIVE')
-    lib, archive = sys.argv[1:]
+    if len(sys.argv) != 4:
+        sys.exit('usage: test-libfhash-symbols.py LIBFHASH_SO DAEMON_ARCHIVE SYMBOLS_FILE')
+    lib, archive, symbols = sys.argv[1:]
     if not shutil.which('nm'):
         print('SKIP: nm is not installed (binutils)')
         return 77
@@ -53,8 +54,21 @@ def main():
     if bad:
         print(f'FAIL: {os.path.basename(lib)} exports more than fhash_*: {", ".join(bad)}')
         return 1
+    # nm -D says fhash_x@@LIBFHASH_0.1; the symbols file " fhash_x@LIBFHASH_0.1 0.1.0".
+    versioned = {x.replace('@@', '@') for x in exported if not x.startswith('LIBFHASH_')}
+    unversioned = sorted(x for x in versioned if '@' not in x)
+    if unversioned:
+        print(f'FAIL: exported without a version node (libfhash.sym): {", ".join(unversioned)}')
+        return 1
+    with open(symbols) as f:
+        listed = {line.split()[0] for line in f if line.startswith(' fhash_')}
+    if listed != versioned:
+        print(f'FAIL: {symbols} and the library disagree: only listed {sorted(listed - versioned)}, '
+              f'only exported {sorted(versioned - listed)}')
+        return 1
     print(f'ok: none of the {len(daemon)} global symbols of src/daemon/ is in {os.path.basename(lib)} '
-          f'({len(ours)} symbols, {os.path.getsize(lib):,} bytes); exports: {len(exported)}, all fhash_*')
+          f'({len(ours)} symbols, {os.path.getsize(lib):,} bytes); exports: {len(versioned)}, all fhash_*, '
+          f'each in its version node as {os.path.basename(symbols)} lists it')
     return 0
 
 

@@ -7,7 +7,7 @@
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "client/progress.h"
+#include "ctl/progress.h"
 
 void progress_init(Progress *p, ProgressMode mode, int fd)
 {
