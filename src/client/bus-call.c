@@ -360,15 +360,26 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
                 /* fhashd took a call: whatever Busy it said is over. */
                 cs->busy_since = 0;
                 cs->busy_said = false;
+                const char *want = call->kind == CALL_HASH_FDS ? "o" : "u";
+
                 if (call->kind == CALL_HASH_FDS)
                         r = sd_bus_message_read(m, "o", &path);
                 else
                         r = sd_bus_message_read(m, "u", &first);
-                /* A reply that does not say where its files went leaves them unknown for good. */
-                if (r == 0)
+                /* A reply that does not say where its files went leaves them unknown for good: the
+                 * run cannot go on, and says which reply it was. */
+                if (r <= 0) {
                         r = -EBADMSG;
-                if (r >= 0 && (size_t)first + call->n > j->n_sent)
-                        r = -EBADMSG;  /* files it was never sent */
+                        (void)sd_bus_error_setf(cs->ret_error, SD_BUS_ERROR_INCONSISTENT_MESSAGE,
+                                                "fhashd answered %s with \"%s\", not \"%s\"",
+                                                call->kind == CALL_HASH_FDS ? "HashFds" : "AddFds",
+                                                sd_bus_message_get_signature(m, true) ?: "", want);
+                } else if ((size_t)first + call->n > j->n_sent) {
+                        r = -EBADMSG;
+                        (void)sd_bus_error_setf(cs->ret_error, SD_BUS_ERROR_INCONSISTENT_MESSAGE,
+                                                "fhashd put %zu files at index %" PRIu32 " of a job it was sent %zu",
+                                                call->n, first, j->n_sent);
+                }
                 if (r >= 0)
                         r = bus_job_placed(cs->jobs, j, path, first, call->idx, call->n);
                 if (r >= 0)
