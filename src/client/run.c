@@ -210,8 +210,9 @@ int run_start_arrays(fhash_client *c, const char *const *paths, const int *fds, 
                         return fhash_set_error(error, -EINVAL, NULL, fds ? "fds[%zu] is not an fd" : "paths[%zu] is NULL",
                                                i);
         k = run_new(c, &o, &r, error);
-        if (k < 0)
-                return k;
+        /* !r never happens; said for clang-tidy 14, which loses *ret through TAKE_PTR(). */
+        if (k < 0 || !r)
+                return k < 0 ? k : -EIO;
         k = check_expected(n, &o, &r->options.algos, error);
         if (k < 0) {
                 fhash_run_free(r);
@@ -254,8 +255,8 @@ _public_ int fhash_run_source(fhash_client *c, fhash_source_fn next, void *sourc
         if (o.expected)
                 return fhash_set_error(error, -EINVAL, NULL, "fhash_run_source: expected digests come with the inputs");
         k = run_new(c, &o, &r, error);
-        if (k < 0)
-                return k;
+        if (k < 0 || !r)
+                return k < 0 ? k : -EIO;
         r->n_given = SIZE_MAX;
         return run_begin(r, next, source_userdata, fn, userdata, ret, error);
 }

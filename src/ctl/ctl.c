@@ -208,6 +208,12 @@ int ctl_main(int argc, char *argv[])
         int r;
 
         setlocale(LC_ALL, "");
+        /* A line per file: into a pipe or a file, write them in 64 KiB blocks rather than stdio's
+         * 4 KiB (a write(2) per 50 lines was a tenth of what the main thread did on small files). A
+         * terminal keeps its line buffering. ctl_err() flushes stdout first, so messages stay in
+         * their place among the lines. */
+        if (!isatty(STDOUT_FILENO))
+                (void)setvbuf(stdout, NULL, _IOFBF, (size_t)64 * 1024);
         r = ctl_parse_args(argc, argv, &a);
         if (r == 0)
                 r = CTL_EXIT_OK;
