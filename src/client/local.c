@@ -292,8 +292,13 @@ static int local_step(void *p, uint64_t timeout_usec)
                 if (l->e)
                         break;
         }
-        /* While the feed has more and there is room, only collect what is ready. */
-        r = engine_run_once(l->e, wants_more(l) ? 0 : timeout_usec);
+        /* While the feed has more and there is room, only collect what is ready; and without a wait
+         * (fhash_run_process(): the caller polled the engine's fd already), no poll(2) of our own:
+         * on small files a step per result or two made that second poll a syscall per file. */
+        if (wants_more(l) || timeout_usec == 0)
+                r = engine_dispatch(l->e);
+        else
+                r = engine_run_once(l->e, timeout_usec);
         if (r < 0)
                 return r;
         /* What was collected may have been the end: say so now, not after the caller's next wait. */
