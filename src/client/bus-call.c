@@ -59,6 +59,14 @@ void bus_call_free(BusCall *call)
 
 void bus_calls_done(BusCalls *cs)
 {
+        /* Calls fhashd never answered (it went away): their slots hold the bus, and nothing else
+         * will free them. */
+        while (cs->out) {
+                BusCall *call = cs->out;
+
+                LIST_REMOVE_BY(out_next, out_prev, cs->out, call);
+                bus_call_free(call);
+        }
         while (cs->retry) {
                 BusCall *call = cs->retry;
 
@@ -209,6 +217,7 @@ int bus_call_send(BusCalls *cs, BusCall *call, int fds[])
                 r = sd_bus_call_async(peer->bus, &call->slot, m, on_reply, call, 0);
         if (r < 0)
                 return r;
+        LIST_PREPEND_BY(out_next, out_prev, cs->out, call);
         for (size_t k = 0; k < call->n; k++)
                 bus_jobs_sent(cs->jobs, call->idx[k]);
         j->n_sent += call->n;
@@ -347,6 +356,7 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         int r;
 
         call->slot = sd_bus_slot_unref(call->slot);
+        LIST_REMOVE_BY(out_next, out_prev, cs->out, call);
         cs->calls_out--;
         j->calls--;
         if (call->kind == CALL_CLOSE) {

@@ -22,6 +22,7 @@ typedef struct BusCall {
         BusCalls *calls;
         BusJob *job;
         struct BusCall *next;                 /* BusCalls.retry */
+        struct BusCall *out_next, *out_prev;  /* BusCalls.out: sent, no reply yet */
         CallKind kind;
         bool more;                            /* "more": the job stays open */
         bool stream;                          /* a pipe or device: "max-size" */
@@ -35,6 +36,7 @@ struct BusCalls {
         const RunOptions *options;
         sd_bus_error *ret_error;  /* what fhashd said, when a call fails the run */
         unsigned calls_out;       /* calls without a reply */
+        BusCall *out;             /* those calls: each is its reply slot's until then, ours when the run goes */
         BusCall *retry, **retry_tail;
         uint64_t retry_at;        /* the first retry goes then, or once a result came back */
         size_t retry_results;

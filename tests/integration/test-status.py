@@ -51,7 +51,14 @@ def fault_env(binary, target, err, **kw):
 
 
 def module_env(**kw):
-    return dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"), FHASH_LIBRARY=LIB, **kw)
+    """The Python module over this build's library (a sanitized one needs its runtime preloaded into
+    the interpreter, and no leak check of the interpreter's own)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"), FHASH_LIBRARY=LIB, **kw)
+    runtimes = sanitizer_runtimes(LIB)
+    if runtimes:
+        env["LD_PRELOAD"] = " ".join(runtimes)
+        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
+    return env
 
 
 def python_hash(env, files, expected):
