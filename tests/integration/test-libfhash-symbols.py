@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""test-libfhash-symbols.py LIBFHASH_SO DAEMON_ARCHIVE SYMBOLS_FILE: libfhash.so.0 holds the client and
-the in-process engine, nothing of fhashd. Every global symbol the objects of src/daemon/ define (nm on
-the fhash-daemon archive) must be absent from the library's symbol table, hidden ones included: a
-backup tool that links libfhash must not map fhashd's manager, jobs or fd screening into its
-process. The library exports fhash_* and nothing else, each in a version node, exactly as the Debian
-symbols file lists them. Exits 77 when nm is missing or the library was stripped (nothing could be
-checked)."""
+"""test-libfhash-symbols.py LIBFHASH_SO SYMBOLS_FILE DAEMON_ARCHIVE OTHER_ARCHIVE...: libfhash.so.0 holds the
+client and the in-process engine, nothing of fhashd. Every global symbol the objects of src/daemon/
+define (nm on the fhash-daemon archive) must be absent from the library's symbol table, hidden ones
+included: a backup tool that links libfhash must not map fhashd's manager, jobs or fd screening into
+its process. A name the daemon shares with a static function of another layer (the engine's own
+job_free() in a build without inlining) counts only when the library holds more of it than the other
+layers' archives define. The library exports fhash_* and nothing else, each in a version node,
+exactly as the Debian symbols file lists them. Exits 77 when nm is missing or the library was
+stripped (nothing could be checked)."""
 
 import os
 import shutil
@@ -22,9 +24,9 @@ def nm(*args):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit('usage: test-libfhash-symbols.py LIBFHASH_SO DAEMON_ARCHIVE SYMBOLS_FILE')
-    lib, archive, symbols = sys.argv[1:]
+    if len(sys.argv) < 5:
+        sys.exit('usage: test-libfhash-symbols.py LIBFHASH_SO SYMBOLS_FILE DAEMON_ARCHIVE OTHER_ARCHIVE...')
+    lib, symbols, archive, others = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     if not shutil.which('nm'):
         print('SKIP: nm is not installed (binutils)')
         return 77
@@ -35,15 +37,22 @@ def main():
             daemon.add(f[2])
     if not daemon:
         sys.exit(f'FAIL: no global symbol defined in {archive}: is it the daemon archive?')
-    ours = {}
+    ours, count = {}, {}
     for line in nm('--defined-only', lib):
         f = line.split()
         if len(f) == 3:
             ours[f[2]] = f[1]
+            count[f[2]] = count.get(f[2], 0) + 1
     if not ours:
         print(f'SKIP: {lib} has no symbol table (stripped): nothing to check')
         return 77
-    leaked = sorted(daemon & set(ours))
+    elsewhere = {}
+    for a in others:
+        for line in nm('--defined-only', a):
+            f = line.split()
+            if len(f) == 3 and f[1] in 'tTdDbBrR':
+                elsewhere[f[2]] = elsewhere.get(f[2], 0) + 1
+    leaked = sorted(x for x in daemon & set(ours) if count[x] > elsewhere.get(x, 0))
     if leaked:
         print(f'FAIL: {len(leaked)} symbol(s) of src/daemon/ in {os.path.basename(lib)}:')
         for s in leaked:
