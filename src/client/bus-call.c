@@ -61,12 +61,11 @@ void bus_calls_done(BusCalls *cs)
 {
         /* Calls fhashd never answered (it went away): their slots hold the bus, and nothing else
          * will free them. */
-        while (cs->out) {
-                BusCall *call = cs->out;
-
-                LIST_REMOVE_BY(out_next, out_prev, cs->out, call);
+        for (BusCall *call = cs->out, *next; call; call = next) {
+                next = call->out_next;
                 bus_call_free(call);
         }
+        cs->out = NULL;
         while (cs->retry) {
                 BusCall *call = cs->retry;
 
