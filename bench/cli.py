@@ -36,6 +36,9 @@ def main():
     ap.add_argument('--daemon', action='store_true', help='fhashctl through fhashd vs --local')
     ap.add_argument('--multi', action='store_true',
                     help='several algorithms in one read (fhashctl -a md5,sha256) vs hashdeep, rhash, tool pairs')
+    ap.add_argument('--client', action='store_true',
+                    help='fhashctl hash --local next to bench-engine on the hot 20,000 x 4 KiB files, alternating: '
+                         'what the layers above the engine cost')
     ap.add_argument('--main', action='store_true',
                     help='the engine/peer scenarios (the default unless another mode is given)')
     ap.add_argument('--all', action='store_true', help='main scenarios, sweep and daemon: the full run')
@@ -92,12 +95,12 @@ def main():
         if bad:
             ap.error(f'unknown check(s) {",".join(bad)}; valid: {",".join(c[0] for c in QUICK_CHECKS)}')
     check = a.update_baseline or (a.quick and not (a.main or a.all or a.sweep or a.daemon or a.multi or
-                                                   a.engine_only))
+                                                   a.engine_only or a.client))
     if a.update_baseline:
         a.quick = True
     if a.all:
         a.main = a.sweep = a.daemon = a.multi = True
-    elif not (a.sweep or a.daemon or a.multi or a.engine_only):
+    elif not (a.sweep or a.daemon or a.multi or a.engine_only or a.client):
         a.main = True
     # Absolute: the engine and the peers run with the data directory as their cwd.
     build = os.path.abspath(a.build_dir or find_build_dir())

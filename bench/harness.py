@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from . import ceilings, daemon, engine, scenarios
+from . import ceilings, client, daemon, engine, scenarios
 from .common import ALGOS, BASELINE_FULL, GB, HERE, TIMEOUT, cpu_busy_s, git_describe, loadavg, uptime, write_json
 from .datasets import DataSets
 from .machine import machine_info
@@ -56,7 +56,7 @@ class Harness:
         this version's definitions (bench/run --report): nothing is measured."""
         a = argparse.Namespace(quick=data['mode'] == 'quick', data_dir=os.path.join(HERE, 'data'), repeat=None,
                                algos=None, datasets=None, no_perf=True, bench_engine=None, fhashctl=None,
-                               note=data.get('note'), build_root='')
+                               note=data.get('note'), build_root='', client=False)
         h = cls(a)
         h.ncpu = data.get('cpus') or os.cpu_count()
         h.rows = data['rows']
@@ -246,6 +246,8 @@ class Harness:
             daemon.run_daemon(self)
         if a.multi:
             scenarios.run_multi(self)
+        if a.client:
+            client.run_client(self)
         self.cleanup()
         fill_ratios(self)
         evaluate_targets(self)

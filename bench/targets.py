@@ -78,6 +78,10 @@ for _ds, _a in DAEMON_HOT:
 for _ds, _a in DAEMON_COLD:
     TARGETS[f'F-{_ds}-cold-{_a}'] = (f'{ALGO_TITLES[_a]}, {DS_TITLES[_ds]} cold: via fhashd ÷ `fhashctl --local`',
                                      0.95, 'ge', True)
+# E: what the layers above the engine cost on many small files (issue 25): `fhashctl hash --local` ÷
+# bench-engine, files/s on the same hot set, the same minute.
+TARGETS['E-small-hot-sha256'] = ('SHA-256, 20,000 × 4 KiB hot: `fhashctl hash --local` ÷ bench-engine (files/s)',
+                                 0.9, 'ge', True)
 # R: the largest peak RSS of bench-engine and `fhashctl --local` over every run on a set (MiB).
 for _ds in ('mid', 'small', 'mixed'):
     TARGETS[f'R-{_ds}'] = (f'{DS_TITLES[_ds]}: peak RSS of the engine and `fhashctl --local`, every run (MiB)',
@@ -380,6 +384,14 @@ def evaluate_regime_targets(h):
             ev += (f'; a mapped file counts the page cache it maps in RSS: the largest engine run that mapped '
                    f'nothing is {w2["algo"]} {w2["cache"]} ({w2["note"]}), {w2["rss_kib"] / 1024:.1f} MiB')
         h.target(tid, worst['rss_kib'] / 1024, ev + '.', row=worst)
+    for sc in ('small-hot', 'client'):
+        e, ctl = one(sc, 'fhash engine', 'sha256'), one(sc, 'fhashctl hash --local', 'sha256')
+        if e and ctl and e['files_per_s'] > 0:
+            ev = (f'`fhashctl hash --local` {ctl["files_per_s"]:,.0f} files/s (the whole program: start-up, libfhash, '
+                  f'the output) and bench-engine {e["files_per_s"]:,.0f} files/s (the job alone), side by side; '
+                  f'CPU {ctl["cpu_per_gb"]:.3f} and {e["cpu_per_gb"]:.3f} s/GB')
+            h.target('E-small-hot-sha256', ctl['files_per_s'] / e['files_per_s'], ev + '.' + other_note(h, e, ctl),
+                     row=ctl)
     e = one('big-hot', 'fhash engine', 'xxh3')
     bh = one('ceiling', 'bench-hash (1 core)', 'xxh3')
     if e and bh:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hash-files-async.c: libfhash on the program's own poll(2) loop. Prints what `sha256sum FILE...`
  * prints, through fhashd where it can be reached (the system bus, or --address ADDR), else in this
- * process, while the loop stays free for other work (here: counting its turns).
+ * process (--local: always), while the loop stays free for other work (here: counting its turns).
  *
  *     cc hash-files-async.c $(pkg-config --cflags --libs fhash) -o hash-files-async
  */
@@ -15,7 +15,7 @@ static int failed;
 
 static void print_result(const fhash_result *r, void *userdata)
 {
-        if (r->error) {
+        if (r->status != FHASH_OK) {
                 fprintf(stderr, "sha256sum: %s: %s\n", r->name, r->message);
                 failed = 1;
         } else
@@ -41,6 +41,9 @@ int main(int argc, char *argv[])
         if (argc > 2 && strcmp(argv[1], "--address") == 0) {
                 o = (fhash_client_options){ .bus = FHASH_BUS_ADDRESS, .address = argv[2] };
                 first = 3;
+        } else if (argc > 1 && strcmp(argv[1], "--local") == 0) {
+                o = (fhash_client_options){ .flags = FHASH_CLIENT_LOCAL };
+                first = 2;
         }
         r = fhash_client_new(&o, &c, &e);
         if (r >= 0)

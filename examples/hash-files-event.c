@@ -13,7 +13,7 @@ static int failed;
 
 static void print_result(const fhash_result *r, void *userdata)
 {
-        if (r->error) {
+        if (r->status != FHASH_OK) {
                 fprintf(stderr, "sha256sum: %s: %s\n", r->name, r->message);
                 failed = 1;
         } else

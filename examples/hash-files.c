@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hash-files.c: libfhash's blocking API in a few lines. Prints what `sha256sum FILE...` prints, through
- * fhashd where it can be reached (the system bus, or --address ADDR), else in this process.
+ * fhashd where it can be reached (the system bus, or --address ADDR), else (or with --local) in this
+ * process.
  *
  *     cc hash-files.c $(pkg-config --cflags --libs fhash) -o hash-files
  */
@@ -15,7 +16,7 @@ static void print_result(const fhash_result *r, void *userdata)
 {
         const char *p;
 
-        if (r->error) {
+        if (r->status != FHASH_OK) {
                 fprintf(stderr, "sha256sum: %s: %s\n", r->name, r->message);
                 failed = 1;
                 return;
@@ -40,6 +41,9 @@ int main(int argc, char *argv[])
         if (argc > 2 && strcmp(argv[1], "--address") == 0) {
                 o = (fhash_client_options){ .bus = FHASH_BUS_ADDRESS, .address = argv[2] };
                 first = 3;
+        } else if (argc > 1 && strcmp(argv[1], "--local") == 0) {
+                o = (fhash_client_options){ .flags = FHASH_CLIENT_LOCAL };
+                first = 2;
         }
         if (fhash_client_new(&o, &c, &e) < 0 ||
             fhash_hash_paths(c, (const char *const *)argv + first, (size_t)(argc - first), NULL, print_result, NULL,

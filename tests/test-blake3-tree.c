@@ -352,9 +352,8 @@ int main(void)
         int r;
 
         r = cmocka_run_group_tests(tests, setup, teardown);
-        if (r == 0 && b3sum_missing) {
-                printf("# SKIP: b3sum is not installed: the tree was not compared with it\n");
-                return 77;
-        }
+        /* test_b3sum skipped itself (and is reported so). */
+        if (b3sum_missing)
+                printf("# b3sum is not installed: the tree was not compared with it\n");
         return r;
 }

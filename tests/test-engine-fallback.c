@@ -140,7 +140,8 @@ int main(void)
                 cmocka_unit_test(test_fallback_no_uring),
         };
 
-        if (require_reference_tools() != 0)
+        /* Only SHA-256 is hashed here: a machine without b3sum can still run every case. */
+        if (require_tools((const char *const[]){ "sha256sum", NULL }) != 0)
                 return 77;
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,8 +53,12 @@ int child_hash_check(IoMode expect);
 /* In a child: drops CAP_IPC_LOCK and sets RLIMIT_MEMLOCK to bytes, so that registering more fails
  * for real. -errno when either cannot be done (the caller skips). */
 int limit_memlock(rlim_t bytes);
+/* Runs fn in a child: fails the test if it fails, skips it (cmocka skip()) if it exits 77 because the
+ * restriction it needs could not be set up here. */
 void run_child(int (*fn)(void), const char *what);
 /* Hashes paths in one job (SHA-256); results into c (initialised here). */
 void run_paths(Engine *e, const EngineJobOptions *o, char **paths, size_t n, Collector *c);
-/* 77 (skip, with a message) when a reference tool is missing: without them nothing can be checked. */
+/* 77 (skip, with a message) when a reference tool is missing: without them nothing can be checked.
+ * require_tools() for a NULL-terminated list, require_reference_tools() for every algorithm's. */
+int require_tools(const char *const *tools);
 int require_reference_tools(void);

@@ -288,9 +288,8 @@ int main(void)
                 return EXIT_FAILURE;
         }
         r = cmocka_run_group_tests(tests, setup, teardown);
-        if (r == 0 && missing[0]) {
-                printf("# SKIP: not installed: %s; the digests they give were not compared\n", missing);
-                return 77;
-        }
+        /* The cases that needed them skipped themselves (and are reported so). */
+        if (missing[0])
+                printf("# not installed: %s; the digests they give were not compared\n", missing);
         return r;
 }

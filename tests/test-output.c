@@ -15,8 +15,8 @@
 #include "hash/hash.h"
 #include "basic/macro.h"
 #include "ctl/output.h"
-#include "client/progress.h"
 #include "basic/time-util.h"
+#include "ctl/progress.h"
 
 static const char hex256[] = "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb";
 

@@ -18,6 +18,12 @@
  * Errors are negative errno values. A function that takes an fhash_error fills it in on failure with
  * the D-Bus error name (or "") and a message for people. Thread safety: an fhash_client is used by
  * one thread at a time; different clients may be used from different threads at once.
+ *
+ * Room to grow: the structs a program fills in (options, inputs) end in reserved fields that must be
+ * zero (zero-initialise them, as in the examples), and those the library fills in (results, progress,
+ * errors) end in reserved fields too, so that later versions add fields without a new soname. The
+ * symbols are versioned (LIBFHASH_0.1, LIBFHASH_0.2); bindings that mirror the structs check their
+ * sizes with fhash_struct_size().
  */
 #pragma once
 
@@ -36,6 +42,7 @@ typedef struct fhash_error {
         int error;                                /**< -errno; 0 when nothing failed */
         char name[FHASH_ERROR_NAME_MAX];          /**< "org.fhash.Hasher1.Error.Busy", or "" */
         char message[FHASH_ERROR_MESSAGE_MAX];    /**< for people, never empty after a failure */
+        uint64_t reserved[4];                     /**< set to zero by the library; for later fields */
 } fhash_error;
 
 /** Where fhash_client_new() looks for fhashd. */
@@ -62,6 +69,7 @@ typedef struct fhash_client_options {
          * seconds (default 60; 0: waits for ever). NULL: nothing is said. */
         void (*busy_notice)(const char *reason, int gives_up, void *userdata);
         void *notice_userdata;  /**< given to busy_notice */
+        uint64_t reserved[8];   /**< must be zero (-EINVAL otherwise): for later options */
 } fhash_client_options;
 
 /** A connection to fhashd, or the engine in this process: one thread at a time. */
@@ -80,20 +88,41 @@ int fhash_client_uses_daemon(const fhash_client *c);
  * reaching fhashd said; NULL otherwise. Lasts as long as the client. */
 const char *fhash_client_get_fallback_reason(const fhash_client *c);
 
+/** What became of one file (fhash_result.status): the same through fhashd and in this process. */
+typedef enum fhash_status {
+        FHASH_OK = 0,         /**< hashed: digest holds it (equal to the expected digest, if one was given) */
+        FHASH_MISMATCH = 1,   /**< hashed, but not the expected digest: digest holds the one computed */
+        FHASH_CHANGED = 2,    /**< the file changed while it was read (size, mtime or identity): no digest */
+        FHASH_ERROR = 3,      /**< it could not be opened or read: error and message say why */
+        FHASH_CANCELLED = 4,  /**< the run was cancelled (or fhashd cancelled the job) before it was hashed */
+        FHASH_SKIPPED = 5,    /**< an input given with a skip reason: not hashed; skip holds the reason */
+} fhash_status;
+
 /** One file's result, given to an fhash_result_fn. */
 typedef struct fhash_result {
         size_t index;         /**< the file's position in the call, from 0 */
         const char *name;     /**< as given */
         uint64_t size;        /**< bytes hashed */
         /** Lower-case hex; with several algorithms ("sha256,blake3") their digests joined by ','.
-         * NULL when the file failed. */
+         * NULL unless status is FHASH_OK or FHASH_MISMATCH. */
         const char *digest;
-        /** 0, or -errno: -ENOENT, -EACCES, -EISDIR, ... as opening or reading failed; -EBADMSG: not
-         * the expected digest (digest holds the one computed); -ESTALE: the file changed while it
-         * was read; -ECANCELED. */
+        /** 0 with FHASH_OK and FHASH_SKIPPED. With FHASH_ERROR the -errno of the failure, as fhashd's
+         * error names class them (the same in both paths): -ENOENT (also for ENOTDIR, ENXIO,
+         * ENODEV), -EACCES (also EPERM), -EISDIR (not a regular file), -EFBIG, -ETIMEDOUT, -EIO for
+         * every other read error (an NFS ESTALE or a checksum EBADMSG from the file system included;
+         * message names it). With the other statuses, as before status existed: -EBADMSG
+         * (FHASH_MISMATCH), -ESTALE (FHASH_CHANGED), -ECANCELED (FHASH_CANCELLED): test status to
+         * tell them apart. */
         int error;
-        const char *message;  /**< what went wrong, NULL on success */
-        const char *skip;     /**< an input given with a skip reason: that reason (not hashed, error 0) */
+        const char *message;  /**< what went wrong, NULL with FHASH_OK and FHASH_SKIPPED */
+        const char *skip;     /**< with FHASH_SKIPPED, the reason the input was given with */
+        fhash_status status;  /**< what became of the file */
+        /** The algorithm it was hashed with: the input's own or the options' (with several, their
+         * names joined by ','). */
+        const char *algorithm;
+        const char *expected; /**< the expected digest it was compared with, or NULL */
+        void *userdata;       /**< the input's fhash_input.userdata; NULL for fhash_hash_paths() and _fds() */
+        uint64_t reserved[4]; /**< zero; for later fields */
 } fhash_result;
 
 /** Called once per file, in the order the files were given, from inside fhash_hash_paths(). The
@@ -125,6 +154,7 @@ typedef struct fhash_hash_options {
         const uint8_t *key;           /**< 32 bytes, or NULL (see length_bits) */
         const char *derive_key;       /**< a context string, or NULL (see length_bits) */
         uint64_t max_size;            /**< a file past this many bytes fails with -EFBIG; 0: no limit */
+        uint64_t reserved[8];         /**< must be zero (-EINVAL otherwise): for later options */
 } fhash_hash_options;
 
 /** Hashes n files by path (relative paths from the current directory; "-" is standard input),
@@ -153,6 +183,8 @@ typedef struct fhash_input {
         unsigned length_bits;   /**< this input's digest length in bits (0: the options', or the default) */
         int error;              /**< -errno: not hashed, its result carries this error in its place */
         const char *skip;       /**< a reason: not hashed, its result carries it as skip */
+        void *userdata;         /**< the caller's: given back in the input's fhash_result.userdata */
+        uint64_t reserved[4];   /**< zeroed before each call to the source; must stay zero */
 } fhash_input;
 
 /** Gives the next input: 1 with *ret filled (its strings valid until the next call), 0 when there
@@ -208,6 +240,7 @@ typedef struct fhash_progress {
         uint64_t bytes_done;  /**< bytes of the files done (and, through fhashd, of the running ones as
                                * its jobs report them) */
         uint64_t bytes_total; /**< bytes of the files opened so far: the total grows as files open */
+        uint64_t reserved[4]; /**< set to zero; for later fields */
 } fhash_progress;
 
 /** Where the run is: 0, or -EINVAL. */
@@ -234,6 +267,13 @@ fhash_run *fhash_run_free(fhash_run *r);
 const char *const *fhash_algorithms(void);
 /** "0.1.0". */
 const char *fhash_version(void);
+/** The size of one of this header's structs as the library was built ("fhash_result", "fhash_input",
+ * "fhash_hash_options", "fhash_client_options", "fhash_progress", "fhash_error"), 0 for another name:
+ * bindings that mirror the structs (the Python module) check theirs against it. Since LIBFHASH_0.2. */
+size_t fhash_struct_size(const char *name);
+/** "ok", "mismatch", "changed", "error", "cancelled", "skipped"; NULL for another value. Since
+ * LIBFHASH_0.2. */
+const char *fhash_status_to_string(fhash_status status);
 
 #ifdef __cplusplus
 }

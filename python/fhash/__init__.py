@@ -25,31 +25,35 @@ import time
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 __all__ = ["Client", "Run", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
-           "version"]
+           "version", "OK", "MISMATCH", "CHANGED", "ERROR", "CANCELLED", "SKIPPED"]
 
 _lib = ctypes.CDLL(os.environ.get("FHASH_LIBRARY") or "libfhash.so.0")
 
 
+# The structs of <fhash/fhash.h>, field by field; _check_sizes() holds them to the library's own sizes.
 class _Error(ctypes.Structure):
-    _fields_ = [("error", ctypes.c_int), ("name", ctypes.c_char * 128), ("message", ctypes.c_char * 512)]
+    _fields_ = [("error", ctypes.c_int), ("name", ctypes.c_char * 128), ("message", ctypes.c_char * 512),
+                ("reserved", ctypes.c_uint64 * 4)]
 
 
 class _ClientOptions(ctypes.Structure):
     _fields_ = [("bus", ctypes.c_int), ("address", ctypes.c_char_p), ("flags", ctypes.c_uint),
-                ("busy_notice", ctypes.c_void_p), ("notice_userdata", ctypes.c_void_p)]
+                ("busy_notice", ctypes.c_void_p), ("notice_userdata", ctypes.c_void_p),
+                ("reserved", ctypes.c_uint64 * 8)]
 
 
 class _Result(ctypes.Structure):
     _fields_ = [("index", ctypes.c_size_t), ("name", ctypes.c_char_p), ("size", ctypes.c_uint64),
                 ("digest", ctypes.c_char_p), ("error", ctypes.c_int), ("message", ctypes.c_char_p),
-                ("skip", ctypes.c_char_p)]
+                ("skip", ctypes.c_char_p), ("status", ctypes.c_int), ("algorithm", ctypes.c_char_p),
+                ("expected", ctypes.c_char_p), ("userdata", ctypes.c_void_p), ("reserved", ctypes.c_uint64 * 4)]
 
 
 class _HashOptions(ctypes.Structure):
     _fields_ = [("algorithm", ctypes.c_char_p), ("expected", ctypes.POINTER(ctypes.c_char_p)),
                 ("flags", ctypes.c_uint), ("strategy", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
                 ("key", ctypes.POINTER(ctypes.c_uint8)), ("derive_key", ctypes.c_char_p),
-                ("max_size", ctypes.c_uint64)]
+                ("max_size", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 8)]
 
 
 _ResultFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Result), ctypes.c_void_p)
@@ -82,7 +86,7 @@ _lib.fhash_run_process.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Error)]
 _lib.fhash_run_process.restype = ctypes.c_int
 class _Progress(ctypes.Structure):
     _fields_ = [("files_done", ctypes.c_size_t), ("files_total", ctypes.c_size_t), ("complete", ctypes.c_int),
-                ("bytes_done", ctypes.c_uint64), ("bytes_total", ctypes.c_uint64)]
+                ("bytes_done", ctypes.c_uint64), ("bytes_total", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 4)]
 
 
 _lib.fhash_run_get_progress.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Progress)]
@@ -94,7 +98,8 @@ _lib.fhash_run_free.restype = ctypes.c_void_p
 class _Input(ctypes.Structure):
     _fields_ = [("path", ctypes.c_char_p), ("fd", ctypes.c_int), ("name", ctypes.c_char_p),
                 ("expected", ctypes.c_char_p), ("algorithm", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
-                ("error", ctypes.c_int), ("skip", ctypes.c_char_p)]
+                ("error", ctypes.c_int), ("skip", ctypes.c_char_p), ("userdata", ctypes.c_void_p),
+                ("reserved", ctypes.c_uint64 * 4)]
 
 
 _SourceFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Input))
@@ -105,6 +110,32 @@ _lib.fhash_algorithms.argtypes = []
 _lib.fhash_algorithms.restype = ctypes.POINTER(ctypes.c_char_p)
 _lib.fhash_version.argtypes = []
 _lib.fhash_version.restype = ctypes.c_char_p
+
+
+def _check_sizes():
+    """The structs above are copies of the C ones: a library built from another header (a field added,
+    an ABI changed) would be misread without a word. Its own sizes must be ours, or nothing is called."""
+    try:
+        size = _lib.fhash_struct_size
+    except AttributeError:
+        raise ImportError(f"fhash: {_lib._name} has no fhash_struct_size(): older than this module "
+                          "(LIBFHASH_0.2 or later needed)") from None
+    size.argtypes = [ctypes.c_char_p]
+    size.restype = ctypes.c_size_t
+    for name, cls in (("fhash_error", _Error), ("fhash_client_options", _ClientOptions), ("fhash_result", _Result),
+                      ("fhash_hash_options", _HashOptions), ("fhash_progress", _Progress), ("fhash_input", _Input)):
+        theirs = size(name.encode())
+        if theirs != ctypes.sizeof(cls):
+            raise ImportError(f"fhash: {name} is {theirs} bytes in {_lib._name} but {ctypes.sizeof(cls)} here: "
+                              "the module and the library are from different versions")
+
+
+_check_sizes()
+_lib.fhash_status_to_string.argtypes = [ctypes.c_int]
+_lib.fhash_status_to_string.restype = ctypes.c_char_p
+# fhash_result.status, as Result.status names it.
+OK, MISMATCH, CHANGED, ERROR, CANCELLED, SKIPPED = "ok", "mismatch", "changed", "error", "cancelled", "skipped"
+_STATUS = {i: _lib.fhash_status_to_string(i).decode() for i in range(6)}
 
 _BUS = {"system": 0, "user": 1}
 _CLIENT_LOCAL, _CLIENT_NO_FALLBACK, _CLIENT_NO_DIRECT = 1, 2, 4
@@ -153,18 +184,21 @@ def _raise(e: _Error):
 
 
 class Result(NamedTuple):
-    """One file's outcome. error is 0 or a positive errno (EBADMSG: not the expected digest, which
-    digest still holds; ESTALE: the file changed while it was read)."""
+    """One file's outcome. status says what happened: OK, MISMATCH (not the expected digest, which digest
+    still holds), CHANGED (the file changed while it was read), ERROR (error and message say why: an errno
+    as fhashd's error names class it, the same through fhashd and in-process), CANCELLED, SKIPPED. error is
+    0 or a positive errno; beside MISMATCH, CHANGED and CANCELLED it is EBADMSG, ESTALE and ECANCELED."""
     index: int
     name: str
     size: int
     digest: Optional[str]
     error: int
     message: Optional[str]
+    status: str = OK
 
     @property
     def ok(self) -> bool:
-        return self.error == 0
+        return self.status == OK
 
 
 PathLike = Union[str, bytes, os.PathLike]
@@ -172,7 +206,7 @@ PathLike = Union[str, bytes, os.PathLike]
 
 def _result(r: _Result) -> Result:
     return Result(r.index, os.fsdecode(r.name), r.size, r.digest.decode() if r.digest else None, -r.error,
-                  r.message.decode(errors="replace") if r.message else None)
+                  r.message.decode(errors="replace") if r.message else None, _STATUS.get(r.status, ERROR))
 
 
 async def _ready(loop, fd: int, events: int, deadline_usec: int):

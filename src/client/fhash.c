@@ -1,49 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* fhash.c: libfhash's public API (include/fhash/fhash.h): the client, the blocking calls; a run is
- * fhash-run.c */
+/* fhash.c: libfhash's public API (include/fhash/fhash.h): the client, the blocking calls, the tables;
+ * a run is run.c */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include <systemd/sd-event.h>
 
 #include "basic/macro.h"
-#include "basic/time-util.h"
+#include "basic/string-table.h"
 #include "build-config.h"
-#include "client/bus-client.h"
-#include "client/runner.h"
-#include "client/fhash-internal.h"
-#include "fhash/fhash.h"
+#include "client/bus-connect.h"
+#include "client/client.h"
+#include "client/error.h"
+#include "client/run.h"
 #include "hash/hash.h"
 #include "protocol/bus.h"
-
-int fhash_set_error(fhash_error *e, int r, const char *name, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (r >= 0)
-                r = -EIO;
-        if (e) {
-                *e = (fhash_error){ .error = r };
-                (void)snprintf(e->name, sizeof(e->name), "%s", name ? name : "");
-                va_start(ap, fmt);
-                (void)vsnprintf(e->message, sizeof(e->message), fmt, ap);
-                va_end(ap);
-        }
-        return r;
-}
-
-/* r with error taken from what sd-bus said, else strerror(). */
-int fhash_set_bus_error(fhash_error *e, int r, const sd_bus_error *be, const char *what)
-{
-        if (sd_bus_error_is_set(be))
-                return fhash_set_error(e, r, be->name, "%s: %s", what, be->message ? be->message : be->name);
-        return fhash_set_error(e, r, NULL, "%s: %s", what, strerror(r < 0 ? -r : EIO));
-}
 
 _public_ int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error)
 {
@@ -57,6 +29,10 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
         if (!ret || (unsigned)o.bus >= ELEMENTSOF(kinds) || (o.bus == FHASH_BUS_ADDRESS) != !!o.address ||
             (o.flags & FHASH_CLIENT_LOCAL && o.flags & FHASH_CLIENT_NO_FALLBACK))
                 return fhash_set_error(error, -EINVAL, NULL, "fhash_client_new: invalid options");
+        for (size_t i = 0; i < ELEMENTSOF(o.reserved); i++)
+                if (o.reserved[i] != 0)
+                        return fhash_set_error(error, -EINVAL, NULL,
+                                               "fhash_client_options: reserved fields must be zero (a newer header?)");
         if (o.bus == FHASH_BUS_ADDRESS && !bus_address_is_valid(o.address))
                 return fhash_set_error(error, -EINVAL, NULL, "\"%s\" is not a D-Bus address", o.address);
         c = calloc(1, sizeof(*c));
@@ -85,7 +61,7 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
                         c->fallback_reason = why;
                 }
                 if (r >= 0 && !(o.flags & FHASH_CLIENT_NO_DIRECT))
-                        (void)bus_client_open_direct(&c->bus);
+                        (void)bus_open_direct(&c->bus);
         }
         *ret = c;
         return 0;
@@ -117,20 +93,10 @@ static int run_to_end(int k, fhash_run *r, fhash_error *error)
         if (k < 0 || !r)
                 return k < 0 ? k : -EIO;
         do
-                k = fhash_run_step(r, 100000, error);
+                k = run_step(r, 100000, error);
         while (k > 0);
         fhash_run_free(r);
         return k;
-}
-
-static int hash_inputs(fhash_client *c, const char *const *paths, const int *fds, const char *const *names,
-                       size_t n, const fhash_hash_options *options, fhash_result_fn fn, void *userdata,
-                       fhash_error *error)
-{
-        fhash_run *r = NULL;
-        int k = fhash_run_start(c, paths, fds, names, n, options, fn, userdata, &r, error);
-
-        return run_to_end(k, r, error);
 }
 
 _public_ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userdata,
@@ -146,13 +112,20 @@ _public_ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *sour
 _public_ int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
                               fhash_result_fn fn, void *userdata, fhash_error *error)
 {
-        return hash_inputs(c, paths, NULL, NULL, n, options, fn, userdata, error);
+        fhash_run *r = NULL;
+        int k = run_start_arrays(c, paths, NULL, NULL, n, options, fn, userdata, &r, error);
+
+        return run_to_end(k, r, error);
 }
 
 _public_ int fhash_hash_fds(fhash_client *c, const int *fds, const char *const *names, size_t n,
                             const fhash_hash_options *options, fhash_result_fn fn, void *userdata, fhash_error *error)
 {
-        return hash_inputs(c, NULL, fds ? fds : (const int[]){ -1 }, names, n, options, fn, userdata, error);
+        fhash_run *r = NULL;
+        int k = run_start_arrays(c, NULL, fds ? fds : (const int[]){ -1 }, names, n, options, fn, userdata, &r,
+                                 error);
+
+        return run_to_end(k, r, error);
 }
 
 static const char *algorithm_names[_HASH_ALGO_MAX + 1];
@@ -173,4 +146,34 @@ _public_ const char *const *fhash_algorithms(void)
 _public_ const char *fhash_version(void)
 {
         return FHASH_VERSION;
+}
+
+_public_ size_t fhash_struct_size(const char *name)
+{
+        static const struct {
+                const char *name;
+                size_t size;
+        } sizes[] = {
+                { "fhash_error", sizeof(fhash_error) },
+                { "fhash_client_options", sizeof(fhash_client_options) },
+                { "fhash_result", sizeof(fhash_result) },
+                { "fhash_hash_options", sizeof(fhash_hash_options) },
+                { "fhash_input", sizeof(fhash_input) },
+                { "fhash_progress", sizeof(fhash_progress) },
+        };
+
+        for (size_t i = 0; name && i < ELEMENTSOF(sizes); i++)
+                if (streq(sizes[i].name, name))
+                        return sizes[i].size;
+        return 0;
+}
+
+static const char *const status_names[] = {
+        [FHASH_OK] = "ok",           [FHASH_MISMATCH] = "mismatch",   [FHASH_CHANGED] = "changed",
+        [FHASH_ERROR] = "error",     [FHASH_CANCELLED] = "cancelled", [FHASH_SKIPPED] = "skipped",
+};
+
+_public_ const char *fhash_status_to_string(fhash_status status)
+{
+        return (unsigned)status < ELEMENTSOF(status_names) ? status_names[status] : NULL;
 }

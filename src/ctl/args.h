@@ -6,8 +6,7 @@
 #include <stddef.h>
 
 #include "basic/macro.h"
-#include "client/progress.h"
-#include "engine/engine.h"
+#include "ctl/progress.h"
 #include "hash/hash.h"
 #include "protocol/bus.h"
 

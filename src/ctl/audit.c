@@ -120,7 +120,7 @@ static void print_line(const Audit *au, const char *name, const char *status, co
         putchar('\n');
 }
 
-static int audit_next(void *userdata, RunItem *ret)
+static int audit_next(void *userdata, fhash_input *ret)
 {
         Audit *au = userdata;
         WalkEntry e;
@@ -137,36 +137,37 @@ static int audit_next(void *userdata, RunItem *ret)
                 name = strlen(e.path) > au->prefix ? e.path + au->prefix : e.path;
                 if (au->manifest_rel && streq(name, au->manifest_rel))
                         continue; /* the manifest is not part of what it lists */
-                *ret = (RunItem){ .name = name, .path = e.path, .algo = au->algo, .error = e.error, .note = e.note };
+                *ret = (fhash_input){ .path = e.path, .fd = -1, .name = name, .error = e.error, .skip = e.note,
+                                      .algorithm = hash_algo_to_string(au->algo) };
                 return 1;
         }
 }
 
-static void audit_result(const RunItem *item, const RunResult *r, void *userdata)
+static void audit_result(const fhash_result *r, void *userdata)
 {
         Audit *au = userdata;
         Listed *l;
         Found *f;
 
-        if (r->status == RUN_SKIPPED) {
+        if (r->status == FHASH_SKIPPED) {
                 _cleanup_free_ char *q = NULL;
 
-                if (!au->o->status && output_quote(item->name, &q) >= 0)
-                        warn("%s: skipped: %s", q, item->note);
+                if (!au->o->status && output_quote(r->name, &q) >= 0)
+                        warn("%s: skipped: %s", q, r->skip);
                 return;
         }
-        l = find_name(au, item->name);
-        if (r->status != RUN_OK) {
+        l = find_name(au, r->name);
+        if (r->status != FHASH_OK) {
                 const char *why = r->message ? r->message : "failed";
                 _cleanup_free_ char *q = NULL;
 
                 au->unreadable++;
                 if (l)
                         l->seen = true; /* there, but unreadable: not missing */
-                if (output_quote(item->name, &q) >= 0)
+                if (output_quote(r->name, &q) >= 0)
                         warn("%s: %s", q, why);
                 if (au->o->json)
-                        print_line(au, item->name, "unreadable", NULL, l ? l->hex : NULL, NULL, why);
+                        print_line(au, r->name, "unreadable", NULL, l ? l->hex : NULL, NULL, why);
                 return;
         }
         if (au->n_found == au->alloc_found) {
@@ -181,22 +182,22 @@ static void audit_result(const RunItem *item, const RunResult *r, void *userdata
                 au->alloc_found = n;
         }
         f = &au->found[au->n_found];
-        *f = (Found){ .name = strdup(item->name), .listed = l != NULL };
+        *f = (Found){ .name = strdup(r->name), .listed = l != NULL };
         if (!f->name) {
                 warn("Out of memory.");
                 exit(CTL_EXIT_FAILED);
         }
         au->n_found++;
-        memcpy(f->hex, r->hex, sizeof(f->hex));
+        (void)snprintf(f->hex, sizeof(f->hex), "%s", r->digest);
         if (!l)
                 return; /* new or moved: known once the walk is over */
         l->seen = true;
-        if (streq(l->hex, r->hex)) {
+        if (streq(l->hex, f->hex)) {
                 au->ok++;
-                print_line(au, item->name, "ok", r->hex, l->hex, NULL, NULL);
+                print_line(au, r->name, "ok", f->hex, l->hex, NULL, NULL);
         } else {
                 au->changed++;
-                print_line(au, item->name, "changed", r->hex, l->hex, NULL, NULL);
+                print_line(au, r->name, "changed", f->hex, l->hex, NULL, NULL);
         }
 }
 
@@ -388,8 +389,7 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
         }
         au.walk = w;
 
-        RunSource source = { .next = audit_next, .userdata = &au };
-        r = o->run(&source, audit_result, &au, o->run_ctx);
+        r = o->run(audit_next, &au, audit_result, &au, o->run_ctx);
         if (r < 0)
                 goto finish;
         r = audit_finish(&au);

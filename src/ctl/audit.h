@@ -4,12 +4,13 @@
 
 #include <stdbool.h>
 
-#include "client/runner.h"
+#include "fhash/fhash.h"
 #include "hash/algo.h"
 
-/* Hashes a source's items (in-process or through fhashd, as the command line says); returns 0 or
- * -errno after saying why. */
-typedef int (*AuditRunFn)(const RunSource *source, RunResultFn fn, void *userdata, void *ctx);
+/* Hashes a source's inputs (in-process or through fhashd, as the command line says), fn getting each
+ * result; returns 0 or -errno after saying why. */
+typedef int (*AuditRunFn)(fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata,
+                          void *ctx);
 
 typedef struct AuditOptions {
         HashAlgo algo;       /* -a: the algorithm of untagged lines; _HASH_ALGO_INVALID: as check reads them */

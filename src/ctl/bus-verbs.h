@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <systemd/sd-bus.h>
 
-#include "client/progress.h"
+#include "ctl/progress.h"
 
 /* "cannot reach fhashd: WHY; what to do next" on stderr, the next step chosen by the D-Bus error
  * (error_name: NULL or the bus's answer): nothing that is fhashd on that bus, or no bus. */

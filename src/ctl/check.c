@@ -46,7 +46,6 @@ typedef struct CheckState {
         /* pulling */
         size_t pull_file;
         int pull_phase;        /* 0: begin marker next, 1: entries, 2: end marker */
-        HashAlgo last_algo;    /* markers take it: they do not split a job */
         ManifestEntry entry;   /* the last pulled: its name lives until the next pull */
         char bad_line[16];     /* the last bad line's number: its marker's path (a note is never opened) */
         /* delivering: counts of the manifest being delivered */
@@ -55,14 +54,13 @@ typedef struct CheckState {
         bool failed;
 } CheckState;
 
-static void check_json(const RunItem *item, const RunResult *r, const char *status, const char *error)
+static void check_json(const fhash_result *r, const char *status, const char *error)
 {
         fputs("{\"name\":", stdout);
-        (void)output_write_json_string(stdout, item->name);
-        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", hash_algo_to_string(item->algo),
-               item->expected);
-        if (r->hex[0])
-                printf("\"%s\",\"size\":%" PRIu64, r->hex, r->size);
+        (void)output_write_json_string(stdout, r->name);
+        printf(",\"algorithm\":\"%s\",\"expected\":\"%s\",\"digest\":", r->algorithm, r->expected ?: "");
+        if (r->digest)
+                printf("\"%s\",\"size\":%" PRIu64, r->digest, r->size);
         else
                 fputs("null,\"size\":null", stdout);
         printf(",\"status\":\"%s\",\"error\":", status);
@@ -125,7 +123,7 @@ static int check_load(CheckState *s, CheckManifest *cm)
 
 /* The next line of cm that makes an item: 1 and *ret, 0 once the manifest is read (or failed), or
  * -ENOMEM. */
-static int check_next_line(CheckState *s, CheckManifest *cm, RunItem *ret)
+static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
 {
         const Args *a = s->args;
         ManifestEntry *e = &s->entry;
@@ -142,8 +140,8 @@ static int check_next_line(CheckState *s, CheckManifest *cm, RunItem *ret)
                         if (!a->warn)
                                 continue;
                         snprintf(s->bad_line, sizeof(s->bad_line), "%u", e->line);
-                        *ret = (RunItem){ .name = cm->sumfile, .path = s->bad_line, .algo = s->last_algo,
-                                          .note = CHECK_BAD };
+                        *ret = (fhash_input){ .path = cm->sumfile, .name = s->bad_line, .fd = -1,
+                                              .skip = CHECK_BAD, .userdata = (void *)CHECK_BAD };
                         return 1;
                 }
                 if (r != MANIFEST_READ_ENTRY) {
@@ -160,15 +158,15 @@ static int check_next_line(CheckState *s, CheckManifest *cm, RunItem *ret)
                 if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
                         continue;
                 cm->n_items++;
-                s->last_algo = e->algo;
-                *ret = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo, .out_len = e->out_len,
-                                  .expected = e->hex };
+                *ret = (fhash_input){ .path = e->name, .fd = -1, .expected = e->hex,
+                                      .algorithm = e->algo != a->algo ? hash_algo_to_string(e->algo) : NULL,
+                                      .length_bits = e->out_len * 8 };
                 return 1;
         }
         return 0;
 }
 
-static int check_next(void *userdata, RunItem *ret)
+static int check_next(void *userdata, fhash_input *ret)
 {
         CheckState *s = userdata;
 
@@ -183,8 +181,8 @@ static int check_next(void *userdata, RunItem *ret)
                         if (r < 0)
                                 return r;
                         s->pull_phase = 1;
-                        *ret = (RunItem){ .name = cm->sumfile, .path = cm->sumfile, .algo = s->last_algo,
-                                          .note = CHECK_BEGIN };
+                        *ret = (fhash_input){ .path = cm->sumfile, .fd = -1, .skip = CHECK_BEGIN,
+                                              .userdata = (void *)CHECK_BEGIN };
                         return 1;
                 case 1:
                         r = check_next_line(s, cm, ret);
@@ -193,8 +191,8 @@ static int check_next(void *userdata, RunItem *ret)
                         s->pull_phase = 2;
                         break;
                 default:
-                        *ret = (RunItem){ .name = cm->sumfile, .path = cm->sumfile, .algo = s->last_algo,
-                                          .note = CHECK_END };
+                        *ret = (fhash_input){ .path = cm->sumfile, .fd = -1, .skip = CHECK_END,
+                                              .userdata = (void *)CHECK_END };
                         s->pull_phase = 0;
                         s->pull_file++;
                         return 1;
@@ -279,17 +277,18 @@ static void check_end(CheckState *s, CheckManifest *cm)
         s->failed |= failed;
 }
 
-static void check_marker(CheckState *s, const RunItem *item)
+/* The line number of a CHECK_BAD marker is its result's name. */
+static void check_marker(CheckState *s, const fhash_result *r)
 {
         const Args *a = s->args;
         CheckManifest *cm = check_delivering(s);
 
         if (!cm)
                 return;
-        if (item->note == CHECK_BEGIN)
+        if (r->userdata == CHECK_BEGIN)
                 s->ok = s->mismatched = s->unreadable = s->missing = 0;
-        else if (item->note == CHECK_BAD)
-                ctl_err("%s: %s: improperly formatted %s%schecksum line", cm->q, item->path,
+        else if (r->userdata == CHECK_BAD)
+                ctl_err("%s: %s: improperly formatted %s%schecksum line", cm->q, r->name,
                     a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
         else {
                 check_end(s, cm);
@@ -299,29 +298,29 @@ static void check_marker(CheckState *s, const RunItem *item)
         }
 }
 
-static void check_result(const RunItem *item, const RunResult *r, void *userdata)
+static void check_result(const fhash_result *r, void *userdata)
 {
         CheckState *s = userdata;
         const Args *a = s->args;
         const char *verdict;
 
-        if (item->note == CHECK_BEGIN || item->note == CHECK_END || item->note == CHECK_BAD) {
-                check_marker(s, item);
+        if (r->userdata == CHECK_BEGIN || r->userdata == CHECK_END || r->userdata == CHECK_BAD) {
+                check_marker(s, r);
                 return;
         }
         switch (r->status) {
-        case RUN_OK:
+        case FHASH_OK:
                 s->ok++;
                 if (a->json)
-                        check_json(item, r, "ok", NULL);
+                        check_json(r, "ok", NULL);
                 if (a->json || a->quiet || a->status)
                         return;
                 verdict = "OK";
                 break;
-        case RUN_MISMATCH:
+        case FHASH_MISMATCH:
                 s->mismatched++;
                 if (a->json) {
-                        check_json(item, r, "mismatch", NULL);
+                        check_json(r, "mismatch", NULL);
                         return;
                 }
                 if (a->status)
@@ -330,19 +329,19 @@ static void check_result(const RunItem *item, const RunResult *r, void *userdata
                 break;
         default:
                 s->unreadable++;
-                if (r->status == RUN_ERROR && r->error == -ENOENT && item->name[0] != '/')
+                if (r->status == FHASH_ERROR && r->error == -ENOENT && r->name[0] != '/')
                         s->missing++;
                 if (a->json) {
-                        check_json(item, r, "unreadable", r->message ? r->message : "failed");
+                        check_json(r, "unreadable", r->message ? r->message : "failed");
                         return;
                 }
                 /* coreutils names the unreadable file even with --status. */
-                ctl_err_name(item->name, r->message ? r->message : "failed");
+                ctl_err_name(r->name, r->message ? r->message : "failed");
                 if (a->status)
                         return;
                 verdict = "FAILED open or read";
         }
-        (void)output_write_check_name(stdout, item->name);
+        (void)output_write_check_name(stdout, r->name);
         printf(": %s\n", verdict);
 }
 
@@ -353,9 +352,7 @@ int verb_check(Args *a)
                 .args = a,
                 .files = a->n_rest > 0 ? a->rest : stdin_arg,
                 .n_files = a->n_rest > 0 ? a->n_rest : 1,
-                .last_algo = a->algo,
         };
-        RunSource source = { .next = check_next, .userdata = &s };
         int r;
 
         if (a->tag || a->recursive)
@@ -367,7 +364,7 @@ int verb_check(Args *a)
                 ctl_err("Out of memory.");
                 return CTL_EXIT_FAILED;
         }
-        r = ctl_run_items(a, &source, check_result, &s);
+        r = ctl_run(a, check_next, &s, check_result, &s);
         for (size_t i = 0; i < s.n_files; i++) {
                 manifest_reader_free(s.manifests[i].rd);
                 free(s.manifests[i].q);

@@ -66,7 +66,7 @@ int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *
 /* Several algorithms in one read (-a sha256,blake3): one object per input,
  * {"name":…,"algorithm":"sha256,blake3","digests":{"sha256":…,"blake3":…}|null,"size":N|null,"error":null|"…"}
  * and, with skipped non-NULL, "digests":null and "skipped":REASON. hex is the set's digests joined
- * by ',' (RunResult.hex), or NULL when the file failed or was skipped. */
+ * by ',' (fhash_result.digest), or NULL when the file failed or was skipped. */
 int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *set, const char *hex, uint64_t size,
                                  const char *error, const char *skipped);
 /* The set's hex digests joined by ',' as tagged lines, one per algorithm ("SHA256 (name) = hex"). */

@@ -1,32 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* run.c: a run of items through libfhash (fhashd, or in-process), as the options say: the verbs'
- * items go to the library as they are pulled, and each result comes back once, in order */
+/* run.c: a run of inputs through libfhash (fhashd, or in-process), as the options say: the verbs'
+ * inputs go to the library as it asks for them, and each result comes back once, in order, as
+ * libfhash hands it over */
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "ctl/args.h"
 #include "ctl/bus-verbs.h"
+#include "ctl/progress.h"
 #include "ctl/run.h"
-#include "fhash/fhash.h"
-
-/* An item the library has and has not answered yet: the verb gets it back with its result. */
-typedef struct Pending {
-        RunItem item;   /* strings point into strings; note is the source's own (pointers compared) */
-        char *strings;
-} Pending;
 
 typedef struct CtlRun {
-        const RunSource *source;
-        RunResultFn fn;
+        fhash_result_fn fn;
         void *userdata;
-        HashAlgo algo;          /* the options' (first) algorithm: an item of another says its own */
-        Pending *ring;          /* items given, not answered: ring[(first + k) & (alloc - 1)] */
-        size_t alloc, first, n;
         Progress *progress;
 } CtlRun;
 
@@ -35,104 +24,13 @@ static void say_busy(const char *reason, int gives_up, void *userdata)
         ctl_err("fhashd is busy (%s); waiting%s", reason, gives_up ? " (FHASHCTL_BUSY_TIMEOUT)" : "");
 }
 
-static int ring_push(CtlRun *run, const RunItem *it, Pending **ret)
-{
-        size_t ln = strlen(it->name) + 1, lp = strlen(it->path) + 1, le = it->expected ? strlen(it->expected) + 1 : 0;
-        Pending *p;
-
-        if (run->n == run->alloc) {
-                size_t na = MAX(run->alloc * 2, (size_t)64);
-                Pending *nr = calloc(na, sizeof(*nr));
-
-                if (!nr)
-                        return -ENOMEM;
-                for (size_t k = 0; k < run->n; k++)
-                        nr[k] = run->ring[(run->first + k) & (run->alloc - 1)];
-                free(run->ring);
-                run->ring = nr;
-                run->alloc = na;
-                run->first = 0;
-        }
-        p = &run->ring[(run->first + run->n) & (run->alloc - 1)];
-        p->strings = malloc(ln + lp + le);
-        if (!p->strings)
-                return -ENOMEM;
-        p->item = *it;
-        p->item.name = memcpy(p->strings, it->name, ln);
-        p->item.path = memcpy(p->strings + ln, it->path, lp);
-        p->item.expected = it->expected ? memcpy(p->strings + ln + lp, it->expected, le) : NULL;
-        run->n++;
-        *ret = p;
-        return 0;
-}
-
-/* The library asks for the next input: the verb's next item, remembered until its result. */
-static int next_input(void *userdata, fhash_input *ret)
-{
-        CtlRun *run = userdata;
-        RunItem it;
-        Pending *p;
-        int r;
-
-        r = run->source->next(run->source->userdata, &it);
-        if (r <= 0)
-                return r;
-        r = ring_push(run, &it, &p);
-        if (r < 0)
-                return r;
-        *ret = (fhash_input){
-                .path = p->item.has_fd ? NULL : p->item.path,
-                .fd = p->item.has_fd ? p->item.fd : -1,
-                .name = p->item.name,
-                .expected = p->item.expected,
-                .algorithm = p->item.algo != run->algo ? hash_algo_to_string(p->item.algo) : NULL,
-                .length_bits = p->item.out_len * 8,
-                .error = p->item.error,
-                .skip = p->item.note,
-        };
-        return 1;
-}
-
-static RunStatus result_status(const fhash_result *r)
-{
-        if (r->skip)
-                return RUN_SKIPPED;
-        switch (r->error) {
-        case 0:
-                return RUN_OK;
-        case -EBADMSG:
-                return RUN_MISMATCH;
-        case -ESTALE:
-                return RUN_CHANGED;
-        case -ECANCELED:
-                return RUN_CANCELLED;
-        default:
-                return RUN_ERROR;
-        }
-}
-
-/* A result, in order: the verb gets it with its item. */
+/* A result, in order: the progress line goes before the verb prints anything. */
 static void on_result(const fhash_result *r, void *userdata)
 {
         CtlRun *run = userdata;
-        Pending *p;
-        RunResult res = { .index = r->index, .status = result_status(r), .size = r->size };
 
-        if (run->n == 0)
-                return;
-        p = &run->ring[run->first];
-        /* The library's message for every failure (strerror, or fhashd's words), as the verbs print it. */
-        if (res.status != RUN_OK && res.status != RUN_SKIPPED)
-                res.message = r->message;
-        if (res.status == RUN_ERROR)
-                res.error = r->error;
-        if (r->digest)
-                (void)snprintf(res.hex, sizeof(res.hex), "%s", r->digest);
         progress_clear(run->progress);
-        run->fn(&p->item, &res, run->userdata);
-        free(p->strings);
-        run->first = (run->first + 1) & (run->alloc - 1);
-        run->n--;
+        run->fn(r, run->userdata);
 }
 
 static void draw_progress(CtlRun *run, fhash_run *fr)
@@ -146,7 +44,7 @@ static void draw_progress(CtlRun *run, fhash_run *fr)
                                                          .open_ended = !fp.complete });
 }
 
-/* Until every item has its result: the library's fd and timeout polled, progress drawn between. */
+/* Until every input has its result: the library's fd and timeout polled, progress drawn between. */
 static int run_loop(CtlRun *run, fhash_run *fr, fhash_error *e)
 {
         int r;
@@ -162,7 +60,7 @@ static int run_loop(CtlRun *run, fhash_run *fr, fhash_error *e)
         return r;
 }
 
-int ctl_run_items(const Args *a, const RunSource *source, RunResultFn fn, void *userdata)
+int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata)
 {
         static const fhash_bus buses[] = { [BUS_KIND_SYSTEM] = FHASH_BUS_SYSTEM, [BUS_KIND_USER] = FHASH_BUS_USER,
                                            [BUS_KIND_ADDRESS] = FHASH_BUS_ADDRESS };
@@ -175,8 +73,7 @@ int ctl_run_items(const Args *a, const RunSource *source, RunResultFn fn, void *
         };
         char names[HASH_SET_NAMES_MAX];
         Progress progress;
-        CtlRun run = { .source = source, .fn = fn, .userdata = userdata, .algo = a->algos.algos[0],
-                       .progress = &progress };
+        CtlRun run = { .fn = fn, .userdata = userdata, .progress = &progress };
         fhash_hash_options ho = {
                 .algorithm = hash_algo_set_format(&a->algos, names, sizeof(names)),
                 .flags = (a->no_cache ? FHASH_HASH_DONTCACHE : 0),
@@ -202,16 +99,12 @@ int ctl_run_items(const Args *a, const RunSource *source, RunResultFn fn, void *
                 return r;
         if (fhash_client_get_fallback_reason(c))
                 ctl_err("%s; hashing in-process", fhash_client_get_fallback_reason(c));
-        r = fhash_run_source(c, next_input, &run, &ho, on_result, &run, &fr, &e);
+        r = fhash_run_source(c, next, source_userdata, &ho, on_result, &run, &fr, &e);
         if (r >= 0)
                 r = run_loop(&run, fr, &e);
         if (r < 0)
                 ctl_err("%s", e.message);
         fhash_run_free(fr);
         fhash_client_free(c);
-        /* Items the library never answered (it failed): their strings go. */
-        for (; run.n > 0; run.n--, run.first = (run.first + 1) & (run.alloc - 1))
-                free(run.ring[run.first].strings);
-        free(run.ring);
         return r;
 }

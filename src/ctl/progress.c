@@ -9,7 +9,7 @@
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "client/progress.h"
+#include "ctl/progress.h"
 
 /* The fd a progress line is on the screen of, for progress_erase_from_signal(); -1: none. */
 static volatile sig_atomic_t screen_fd = -1;

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-jobs.h: a run's jobs in fhashd, and the signals that bring their results */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+
+#include "client/bus-connect.h"
+#include "client/feed.h"
+
+/* What a job hashes with: inputs go to the same job only when these are equal. */
+typedef struct JobKind {
+        HashAlgo algo;
+        uint32_t out_len;          /* Input.out_len: a "length" of its own, else 0 */
+} JobKind;
+
+static inline JobKind input_kind(const Input *in)
+{
+        return (JobKind){ .algo = in->algo, .out_len = in->out_len };
+}
+
+static inline bool kind_eq(JobKind a, JobKind b)
+{
+        return a.algo == b.algo && a.out_len == b.out_len;
+}
+
+typedef struct BusJobs BusJobs;
+
+typedef struct BusJob {
+        BusJobs *jobs;
+        struct BusJob *next;       /* BusJobs.list, newest first */
+        char *path;                /* NULL until the HashFds reply names it */
+        JobKind kind;
+        size_t *items;             /* job index -> input (SIZE_MAX: no reply told it yet) */
+        size_t n_items, n_alloc;
+        size_t n_sent;             /* files sent to it, answered or not */
+        unsigned calls;            /* calls to it without a reply */
+        unsigned retries;          /* calls to it waiting to be sent again */
+        bool open;                 /* made with "more" and not closed by us */
+        bool want_close;           /* nothing more for it: close once its calls are answered */
+        bool finished;             /* JobFinished seen */
+        uint64_t bytes_done;       /* its BytesDone property */
+        uint64_t bytes_delivered;  /* sizes of its results answered so far */
+} BusJob;
+
+/* A result for an index that no reply has told us yet (fhashd sends none before the reply, but a
+ * result must not get lost if one ever does). */
+typedef struct Orphan Orphan;
+
+struct BusJobs {
+        Feed *feed;
+        BusPeer *peer;
+        BusJob *list;
+        sd_bus_message **pending;  /* signals about a job whose reply has not been processed yet */
+        size_t n_pending;
+        Orphan *orphans;
+        size_t n_orphans;
+        sd_bus_slot *s_sig, *s_props;
+        size_t files_in_flight;    /* sent (marked in the feed), no result yet */
+        size_t results_seen;       /* results that came back, ever: a Busy retry waits for one */
+        uint64_t bytes_finished;   /* sizes of the files hashed */
+        bool stop;                 /* a job of ours was cancelled by someone else: so is the rest */
+        int error;                 /* fatal for the run: stop and return it */
+};
+
+/* Subscribes to the jobs' signals (FilesHashed, JobFinished; PropertiesChanged for progress), from
+ * fhashd only, synchronously: the bus has the matches before any call. 0, or -errno; the caller
+ * calls bus_jobs_done() either way. */
+int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress);
+void bus_jobs_done(BusJobs *js);
+
+int bus_job_new(BusJobs *js, JobKind kind, BusJob **ret);
+/* The call that sent items[0..n) was answered: they are the job's files first..first+n (for the
+ * HashFds that made it, path names it). Signals and results that waited for this are handled now. */
+int bus_job_placed(BusJobs *js, BusJob *j, const char *path, uint32_t first, const size_t *items, size_t n);
+/* Answers input item of job j (NULL: of no job) in the feed, and counts it out of the window. */
+void bus_jobs_answer(BusJobs *js, BusJob *j, size_t item, const Outcome *o);
+/* Counts item into the window: it is in fhashd now. */
+void bus_jobs_sent(BusJobs *js, size_t item);
+/* Counts item out of the window without an answer: fhashd did not take it. */
+void bus_jobs_unsent(BusJobs *js, size_t item);
+/* The bytes of the files done and, from the jobs' BytesDone, of those being hashed. */
+uint64_t bus_jobs_bytes_done(const BusJobs *js);

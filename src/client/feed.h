@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* feed.h: a run's inputs from the caller's source to a backend, and their results back to the caller,
+ * once each, in order */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/options.h"
+#include "fhash/fhash.h"
+
+/*
+ * Both backends (local.c, the engine in this process; bus-run.c, fhashd) take their inputs from a
+ * Feed and give their results back to it: checking what the caller gave, opening files, keeping each
+ * input until its result and delivering results in input order are done here once, whatever hashes.
+ *
+ * Inputs are numbered from 0 as they are pulled from the source. The feed keeps a copy of each (its
+ * strings in the slot when they are short) from the moment it is pulled until its result is
+ * delivered, and forgets it then: the memory is that of the inputs not delivered yet, not of the
+ * run. A result that arrives in its turn goes to the caller at once, without being copied.
+ */
+
+/* One input, as a backend sees it: valid until it is answered. */
+typedef struct Input {
+        const char *name;      /* the result's label */
+        const char *path;      /* what is opened ("-": standard input); NULL for the caller's fd */
+        const char *expected;  /* lower-case hex to compare with, or NULL */
+        void *userdata;        /* fhash_input.userdata, given back in its result */
+        int fd;                /* the caller's fd (duplicated when opened, never closed), or -EBADF */
+        HashAlgo algo;         /* the options' first algorithm unless the input named its own */
+        uint32_t out_len;      /* a digest length of its own in bytes, else 0 (the options' params) */
+} Input;
+
+/* What a backend says of an input. */
+typedef struct Outcome {
+        fhash_status status;
+        int error;             /* -errno with FHASH_ERROR (any errno: the feed classes it) */
+        uint64_t size;         /* bytes hashed */
+        const char *hex;       /* the digest(s), with FHASH_OK and FHASH_MISMATCH; else NULL */
+        const char *message;   /* what went wrong, in fhashd's words; NULL: the feed's own */
+} Outcome;
+
+/* How far a backend pulls ahead of delivery: results waiting behind one slow file (and the inputs
+ * being hashed) stay in memory, so this bounds it (a few hundred bytes per input), also when the
+ * file at the head is huge and everything after it is small. */
+#define FEED_MAX_PENDING ((size_t)65536)
+
+typedef struct Feed Feed;
+
+/* A feed over the caller's source; o must outlive it. The results go to fn. */
+int feed_new(fhash_source_fn next, void *source_userdata, const RunOptions *o, fhash_result_fn fn, void *userdata,
+             Feed **ret);
+Feed *feed_free(Feed *f);
+
+/* The first input to hash with an index of from or more, pulling from the source as needed: 1 and
+ * its index, 0 once the source has ended before one, or -errno (the source's, or -ENOMEM; the run
+ * is over then). Inputs answered without hashing (given with a skip reason or an error, rejected by
+ * the options, or pulled after feed_cancel()) are delivered in their turn here: a backend never sees
+ * them. */
+int feed_next(Feed *f, size_t from, size_t *ret_index);
+/* Input index, pulled and not answered yet; NULL otherwise. */
+const Input *feed_input(const Feed *f, size_t index);
+/* Input index opened as the backends need it, in this one place: the caller's fd or standard input
+ * duplicated (O_CLOEXEC, never below 3), a path opened read-only; a directory fails with -EISDIR,
+ * as sha256sum says. *ret_size: a regular file's size, UINT64_MAX for anything else (a pipe, a
+ * device). 0, or -errno (the caller answers the input with it). */
+int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size);
+/* Answers input index (once: later answers, and indexes not pulled, are ignored) and delivers every
+ * result that is in order now. FHASH_OK with an expected digest that differs becomes FHASH_MISMATCH;
+ * an FHASH_ERROR's errno is classed as fhashd's error names class it, so both backends say the same. */
+void feed_answer(Feed *f, size_t index, const Outcome *o);
+/* Whether input index has its result (or is not pulled, or gone). */
+bool feed_answered(const Feed *f, size_t index);
+/* A backend's own flag for an input not answered yet (bus-run.c: sent, no result yet); else NULL. */
+bool *feed_mark(Feed *f, size_t index);
+
+/* From now on every input is answered cancelled as it is pulled. */
+void feed_cancel(Feed *f);
+bool feed_is_cancelled(const Feed *f);
+
+size_t feed_pulled(const Feed *f);      /* inputs pulled so far */
+size_t feed_pending(const Feed *f);     /* pulled and not delivered */
+size_t feed_done(const Feed *f);        /* with their result in (delivered, or waiting for its turn) */
+bool feed_source_done(const Feed *f);
+/* The source has ended and every input was delivered. */
+bool feed_finished(const Feed *f);
+const RunOptions *feed_options(const Feed *f);

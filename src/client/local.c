@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* local.c: the backend that hashes in this process, with the engine */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "client/backend.h"
+#include "engine/engine.h"
+
+/*
+ * Inputs go to engine jobs of a few hundred files (one algorithm and length each, several running
+ * at once), started as soon as they are pulled, and the feed is pulled again while there are fewer
+ * than a few thousand files queued. Paths go to the engine as paths: its shards open them through
+ * their rings, many at once, which is what makes small files fast; the caller's fds and standard
+ * input are opened (duplicated) by the feed, like every file fhashd gets.
+ */
+
+/* Files queued in the engine (added, no result yet) before the feed is pulled again: enough to keep
+ * its 64 open files and its workers busy while a walk reads a directory, few enough that a walk of
+ * a million files is not held in memory. Path inputs cost the engine no fd until it opens them. */
+#define LOCAL_QUEUED_MAX ((size_t)4096)
+/* Files per engine job: the first steps are small so that hashing starts at once, then they grow so
+ * that a job's overhead is spread over many files. */
+#define LOCAL_STEP_MIN ((size_t)16)
+#define LOCAL_STEP_MAX ((size_t)512)
+
+typedef struct Local Local;
+
+/* One engine job: up to a step's files of one algorithm and length; map[k] is the input of its k-th
+ * file. */
+typedef struct Batch {
+        Local *local;
+        uint32_t out_len;      /* Input.out_len of its inputs */
+        struct Batch *next;    /* Local.running */
+        EngineJob *job;
+        size_t *map;
+        size_t n, alloc;
+} Batch;
+
+struct Local {
+        Feed *feed;
+        const RunOptions *options;
+        Engine *e;                       /* made when the first file needs it */
+        Batch *filling[_HASH_ALGO_MAX];  /* not started yet */
+        Batch *running;                  /* started, job_done not seen */
+        size_t from;                     /* where the next input is looked for in the feed */
+        size_t queued;                   /* files added to batches without a result */
+        size_t step;
+        bool cancelled;
+        bool done;
+        uint64_t bytes_done, bytes_total;  /* of the batches that are over */
+};
+
+static Batch *batch_free(Batch *b)
+{
+        if (!b)
+                return NULL;
+        engine_job_unref(b->job);
+        free(b->map);
+        return mfree(b);
+}
+
+static void on_file_done(EngineJob *j, const EngineFileResult *fr, void *userdata)
+{
+        Batch *b = userdata;
+        const RunOptions *o = b->local->options;
+        char hex[HASH_SET_HEX_MAX];
+        Outcome out = { .size = fr->size };
+
+        if (fr->index >= b->n)
+                return;
+        b->local->queued--;
+        switch (fr->status) {
+        case ENGINE_FILE_OK:
+                out.status = FHASH_OK;
+                if (o->algos.n > 1)
+                        hash_set_to_hex(&o->algos, fr->digest, hex);
+                else
+                        hash_to_hex(fr->digest, fr->digest_size, hex);
+                out.hex = hex;
+                break;
+        case ENGINE_FILE_CHANGED:
+                out.status = FHASH_CHANGED;
+                break;
+        case ENGINE_FILE_CANCELLED:
+                out.status = FHASH_CANCELLED;
+                break;
+        default:
+                out.status = FHASH_ERROR;
+                out.error = fr->error < 0 ? fr->error : -EIO;
+        }
+        feed_answer(b->local->feed, b->map[fr->index], &out);
+}
+
+static void on_job_done(EngineJob *j, EngineJobResult result, void *userdata)
+{
+        Batch *b = userdata;
+        Local *l = b->local;
+        EngineJobProgress jp;
+
+        engine_job_get_progress(j, &jp);
+        l->bytes_done += jp.bytes_done;
+        l->bytes_total += jp.bytes_total;
+        for (Batch **p = &l->running; *p; p = &(*p)->next)
+                if (*p == b) {
+                        *p = b->next;
+                        break;
+                }
+        /* Allowed from job_done: the job's last callback. */
+        batch_free(b);
+}
+
+static int batch_start(Local *l, Batch *b)
+{
+        static const EngineJobCallbacks callbacks = {
+                .file_done = on_file_done,
+                .job_done = on_job_done,
+        };
+
+        /* On the list first: whatever happens, free finds it there. */
+        b->next = l->running;
+        l->running = b;
+        return engine_job_start(b->job, &callbacks, b);
+}
+
+static int batch_new(Local *l, const Input *in, Batch **ret)
+{
+        HashParams len = { .out_len = in->out_len };
+        Batch *b = calloc(1, sizeof(*b));
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        *b = (Batch){ .local = l, .out_len = in->out_len };
+        r = engine_job_new(l->e, in->algo,
+                           &(EngineJobOptions){ .dontcache = l->options->dontcache,
+                                                .max_file_size = l->options->max_size,
+                                                .strategy = l->options->strategy,
+                                                .params = in->out_len ? &len : l->options->params,
+                                                .algos = l->options->algos.n > 1 ? &l->options->algos : NULL },
+                           &b->job);
+        if (r < 0) {
+                free(b);
+                return r;
+        }
+        *ret = b;
+        return 0;
+}
+
+/* Adds input i to the filling batch of its algorithm. */
+static int local_add(Local *l, size_t i)
+{
+        const Input *in = feed_input(l->feed, i);
+        Batch *b;
+        int k, r;
+
+        if (in->algo < 0 || in->algo >= _HASH_ALGO_MAX)
+                return -EINVAL;
+        if (!l->e) {
+                /* Through a local: the analyzer forgets all of *l when a field's address escapes. */
+                Engine *e = NULL;
+
+                r = engine_new(&(EngineConfig){}, &e);
+                if (r < 0)
+                        return r;
+                l->e = e;
+        }
+        b = l->filling[in->algo];
+        if (b && b->out_len != in->out_len) {
+                /* Another length of the algorithm: the batch so far goes, a new one starts. */
+                l->filling[in->algo] = NULL;
+                r = batch_start(l, b);
+                if (r < 0)
+                        return r;
+                b = NULL;
+        }
+        if (!b) {
+                r = batch_new(l, in, &b);
+                if (r < 0)
+                        return r;
+                l->filling[in->algo] = b;
+        }
+        if (b->n == b->alloc) {
+                size_t na = MAX(b->alloc * 2, LOCAL_STEP_MIN);
+                size_t *nm = reallocarray(b->map, na, sizeof(*nm));
+
+                if (!nm)
+                        return -ENOMEM;
+                b->map = nm;
+                b->alloc = na;
+        }
+        if (in->path && !streq(in->path, "-"))
+                k = engine_job_add_path(b->job, in->path);
+        else {
+                /* The job closes what it is given: the feed's duplicate, not the caller's fd. */
+                uint64_t size;
+                int fd = -EBADF;
+
+                r = feed_open(l->feed, i, &fd, &size);
+                if (r < 0) {
+                        feed_answer(l->feed, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
+                        return 0;
+                }
+                k = engine_job_add_fd(b->job, fd);
+                if (k < 0)
+                        safe_close(fd);
+        }
+        if (k < 0)
+                return k;
+        b->map[k] = i;
+        b->n = (size_t)k + 1;
+        l->queued++;
+        return 0;
+}
+
+static int start_filling(Local *l)
+{
+        for (size_t a = 0; a < ELEMENTSOF(l->filling); a++) {
+                Batch *b = TAKE_PTR(l->filling[a]);
+                int r;
+
+                if (!b)
+                        continue;
+                r = batch_start(l, b);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static bool wants_more(const Local *l)
+{
+        return !feed_source_done(l->feed) && l->queued < LOCAL_QUEUED_MAX && feed_pending(l->feed) < FEED_MAX_PENDING;
+}
+
+/* One step of the feed: up to l->step inputs, then every batch they filled starts. */
+static int fill(Local *l)
+{
+        size_t pulled = 0;
+        int r;
+
+        while (pulled < l->step && wants_more(l)) {
+                size_t i;
+
+                r = feed_next(l->feed, l->from, &i);
+                if (r <= 0) {
+                        if (r < 0)
+                                return r;
+                        break;
+                }
+                l->from = i + 1;
+                pulled++;
+                if (l->cancelled) {
+                        /* After a cancel the rest of the inputs are answered, not hashed. */
+                        feed_answer(l->feed, i, &(Outcome){ .status = FHASH_CANCELLED });
+                        continue;
+                }
+                r = local_add(l, i);
+                if (r < 0)
+                        return r;
+        }
+        if (pulled == l->step)
+                l->step = MIN(l->step * 2, LOCAL_STEP_MAX);
+        return start_filling(l);
+}
+
+static bool over(Local *l)
+{
+        if (feed_finished(l->feed) && !l->running)
+                l->done = true;
+        return l->done;
+}
+
+static int local_step(void *p, uint64_t timeout_usec)
+{
+        Local *l = p;
+        int r;
+
+        if (l->done)
+                return 0;
+        for (;;) {
+                r = fill(l);
+                if (r < 0)
+                        return r;
+                if (over(l))
+                        return 0;
+                /* Without an engine nothing is queued: everything pulled was answered at once, and
+                 * the feed has more (or holds too many behind a slow result, which cannot be here). */
+                if (l->e)
+                        break;
+        }
+        /* While the feed has more and there is room, only collect what is ready; and without a wait
+         * (fhash_run_process(): the caller polled the engine's fd already), no poll(2) of our own:
+         * on small files a step per result or two made that second poll a syscall per file. */
+        if (wants_more(l) || timeout_usec == 0)
+                r = engine_dispatch(l->e);
+        else
+                r = engine_run_once(l->e, timeout_usec);
+        if (r < 0)
+                return r;
+        /* What was collected may have been the end: say so now, not after the caller's next wait. */
+        return over(l) ? 0 : 1;
+}
+
+static int local_start(const BackendArgs *args, void **ret)
+{
+        Local *l = calloc(1, sizeof(*l));
+
+        if (!l)
+                return -ENOMEM;
+        *l = (Local){ .feed = args->feed, .options = args->options, .step = LOCAL_STEP_MIN };
+        *ret = l;
+        return 0;
+}
+
+static int local_get_fd(void *p)
+{
+        Local *l = p;
+
+        return l->e ? engine_get_fd(l->e) : -EAGAIN;
+}
+
+static int local_get_events(void *p)
+{
+        return POLLIN;
+}
+
+static uint64_t local_get_timeout(void *p)
+{
+        Local *l = p;
+        uint64_t now = now_usec();
+
+        /* More to give the engine, or none yet: no waiting. Else look in within 100 ms whatever the
+         * fd says. */
+        if (!l->done && (!l->e || wants_more(l)))
+                return now;
+        return now + 100000;
+}
+
+static void local_progress(void *p, uint64_t *ret_bytes_done, uint64_t *ret_bytes_total)
+{
+        Local *l = p;
+        uint64_t done = l->bytes_done, total = l->bytes_total;
+
+        for (Batch *b = l->running; b; b = b->next) {
+                EngineJobProgress jp;
+
+                engine_job_get_progress(b->job, &jp);
+                done += jp.bytes_done;
+                total += jp.bytes_total;
+        }
+        *ret_bytes_done = done;
+        *ret_bytes_total = total;
+}
+
+static void local_cancel(void *p)
+{
+        Local *l = p;
+
+        l->cancelled = true;
+        feed_cancel(l->feed);
+        for (Batch *b = l->running; b; b = b->next)
+                engine_job_cancel(b->job);
+}
+
+static void local_free(void *p)
+{
+        Local *l = p;
+
+        if (!l)
+                return;
+        /* Jobs go before the engine that runs them. */
+        for (size_t a = 0; a < ELEMENTSOF(l->filling); a++)
+                l->filling[a] = batch_free(l->filling[a]);
+        while (l->running) {
+                Batch *b = l->running;
+
+                l->running = b->next;
+                batch_free(b);
+        }
+        engine_free(l->e);
+        free(l);
+}
+
+const BackendOps backend_local = {
+        .name = "local",
+        .start = local_start,
+        .step = local_step,
+        .get_fd = local_get_fd,
+        .get_events = local_get_events,
+        .get_timeout = local_get_timeout,
+        .progress = local_progress,
+        .cancel = local_cancel,
+        .free = local_free,
+};

@@ -1,0 +1,231 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# test-bus-client.py: libfhash's D-Bus client against a scripted fake fhashd on a private bus, one
+# that does what a real fhashd never should: replies of the wrong type, results for files it was
+# never sent (a hundred thousand at once), signals for jobs that are not the client's, signals of the
+# wrong signature, and a daemon that dies in the middle of a run. The client must give the right
+# result for every file it can, fail the run with a clear error where it cannot, never hang and
+# never hold what it was not sent. The same fake, well behaved, gives the right digests first: what
+# the misbehaving runs get is the client's doing.
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fhashtest as ft  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+JOB_PATH_PREFIX = "/org/fhash/Hasher1/job"
+BUILD = os.environ.get("FHASH_BUILD_ROOT", "")
+SRC = os.environ.get("FHASH_SOURCE_ROOT", "")
+LIB = os.path.join(BUILD, "src", "libfhash.so.0")
+
+# ---- the fake fhashd (run as `test-bus-client.py --fake MODE ADDRESS`) ------------------------------
+
+
+def fake(mode, address):
+    import dbus
+    import dbus.service
+    from gi.repository import GLib
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    jobs = {}
+
+    def signal(dest, name, sig, *args):
+        m = dbus.lowlevel.SignalMessage(ft.MANAGER_PATH, ft.MANAGER_IFACE, name)
+        if dest:
+            m.set_destination(dest)
+        m.append(*args, signature=sig)
+        conn.send_message(m)
+
+    def hash_fds(fds):
+        out = []
+        for fd in fds:
+            with os.fdopen(fd.take(), "rb") as f:
+                data = f.read()
+            out.append((hashlib.sha256(data).hexdigest(), len(data)))
+        return out
+
+    def results(path, first, hashed):
+        return [(dbus.UInt32(first + i), "", dbus.UInt64(size), digest, "") for i, (digest, size) in enumerate(hashed)]
+
+    class Job(dbus.service.Object):
+        def __init__(self, path, sender):
+            super().__init__(conn, path)
+            self.path, self.sender, self.n, self.open = path, sender, 0, True
+
+        def finish(self):
+            signal(self.sender, "JobFinished", "osuu", dbus.ObjectPath(self.path), "done", dbus.UInt32(self.n),
+                   dbus.UInt32(0))
+
+        @dbus.service.method(ft.JOB_IFACE, in_signature="aha{sv}", out_signature="u")
+        def AddFds(self, fds, options):
+            first = self.n
+            hashed = hash_fds(fds)
+            self.n += len(hashed)
+            more = bool(options.get("more", False))
+
+            def later():
+                signal(self.sender, "FilesHashed", "oa(ustss)", dbus.ObjectPath(self.path),
+                       results(self.path, first, hashed))
+                if not more:
+                    self.finish()
+                return False
+            GLib.idle_add(later)
+            return dbus.UInt32(first)
+
+        @dbus.service.method(ft.JOB_IFACE, in_signature="", out_signature="")
+        def Close(self):
+            GLib.idle_add(lambda: self.finish() and False)
+
+    class Manager(dbus.service.Object):
+        @dbus.service.method(ft.MANAGER_IFACE, in_signature="ahsa{sv}", out_signature="o", sender_keyword="sender")
+        def HashFds(self, fds, algo, options, sender=None):
+            if mode == "dies":
+                # The client's files are taken; the daemon goes before it says anything.
+                os._exit(0)
+            path = f"{JOB_PATH_PREFIX}/{len(jobs) + 1}"
+            job = jobs[path] = Job(path, sender)
+            hashed = hash_fds(fds)
+            job.n = len(hashed)
+            more = bool(options.get("more", False))
+            if mode == "other-jobs":
+                # Another client's jobs, as a real bus delivers them to everybody that matches,
+                # before our own reply: the client must keep none of them for long.
+                for k in range(2000):
+                    other = dbus.ObjectPath(f"{JOB_PATH_PREFIX}/other{k}")
+                    signal(None, "FilesHashed", "oa(ustss)", other,
+                           [(dbus.UInt32(0), "x", dbus.UInt64(1), "00" * 32, "")])
+                    signal(None, "JobFinished", "osuu", other, "cancelled", dbus.UInt32(0), dbus.UInt32(1))
+
+            def later():
+                if mode == "huge-array":
+                    # Results for 100,000 files never sent (past any index the run will have), then
+                    # the real ones.
+                    bogus = [(dbus.UInt32(1000000 + i), "", dbus.UInt64(0), "00" * 32, "")
+                             for i in range(100000)]
+                    signal(sender, "FilesHashed", "oa(ustss)", dbus.ObjectPath(path), bogus)
+                if mode == "bad-signal":
+                    m = dbus.lowlevel.SignalMessage(ft.MANAGER_PATH, ft.MANAGER_IFACE, "FilesHashed")
+                    m.set_destination(sender)
+                    m.append(dbus.ObjectPath(path), "not an array", signature="os")
+                    conn.send_message(m)
+                signal(sender, "FilesHashed", "oa(ustss)", dbus.ObjectPath(path), results(path, 0, hashed))
+                if not more:
+                    job.finish()
+                return False
+            GLib.idle_add(later)
+            return dbus.ObjectPath(path)
+
+    class SneakyManager(Manager):
+        # HashFds answered with a string where the object path belongs.
+        @dbus.service.method(ft.MANAGER_IFACE, in_signature="ahsa{sv}", out_signature="s", sender_keyword="sender")
+        def HashFds(self, fds, algo, options, sender=None):
+            hash_fds(fds)
+            return "/not/an/object/path"
+
+    (SneakyManager if mode == "wrong-signature" else Manager)(conn, ft.MANAGER_PATH)
+    conn.request_name(ft.BUS_NAME)
+    print("ready", flush=True)
+    GLib.MainLoop().run()
+
+
+# ---- the client, through the Python module (run as `test-bus-client.py --client ADDRESS FILE...`) ----
+
+CLIENT = """
+import json, sys, fhash
+out = {}
+try:
+    with fhash.Client(address=sys.argv[1], fallback=False, direct=False) as c:
+        rs = c.hash(sys.argv[2:])
+    out["results"] = [[r.status, r.digest] for r in rs]
+except fhash.Error as e:
+    out["error"] = [e.errno, e.name, e.message]
+print(json.dumps(out))
+"""
+
+
+def run_client(address, files, timeout=60):
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"), FHASH_LIBRARY=LIB)
+    # A sanitized library needs its runtime preloaded into the interpreter (and no leak check of it).
+    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
+    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
+                if "=>" in line and any(s in line for s in ("libasan", "libubsan", "libtsan"))]
+    if runtimes:
+        env["LD_PRELOAD"] = " ".join(runtimes)
+        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", CLIENT, address] + files, capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    ft.check(p.returncode == 0, f"the client crashed ({p.returncode}): {p.stderr}")
+    return json.loads(p.stdout), time.monotonic() - t0
+
+
+def with_fake(bus, mode, fn):
+    p = subprocess.Popen(["/usr/bin/python3", HERE, "--fake", mode, bus.address], stdout=subprocess.PIPE, text=True)
+    try:
+        ft.check(p.stdout.readline().strip() == "ready", f"the fake fhashd ({mode}) did not start")
+        return fn()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--fake":
+        fake(*sys.argv[2:])
+        return
+    ft.require()
+    if not os.path.exists(LIB):
+        ft.skip(f"libfhash is not built in {BUILD}")
+    with ft.Bus() as bus:
+        tmp = os.path.join(bus.dir, "files")
+        os.makedirs(tmp)
+        files, want = [], []
+        for i in range(40):
+            data = os.urandom(1000 + 37 * i)
+            files.append(os.path.join(tmp, f"f{i:02d}"))
+            with open(files[-1], "wb") as f:
+                f.write(data)
+            want.append(["ok", hashlib.sha256(data).hexdigest()])
+
+        out, _ = with_fake(bus, "good", lambda: run_client(bus.address, files))
+        ft.check(out.get("results") == want, f"the well-behaved fake: {out}")
+        ft.log("ok: the fake fhashd, well behaved: 40 files in one open job (HashFds, AddFds), right digests")
+
+        out, dt = with_fake(bus, "huge-array", lambda: run_client(bus.address, files))
+        ft.check(out.get("results") == want and dt < 30, f"results for 100,000 files never sent: {out} ({dt:.1f} s)")
+        ft.log(f"ok: 100,000 results for files never sent are dropped; the real ones stand ({dt:.1f} s)")
+
+        out, _ = with_fake(bus, "other-jobs", lambda: run_client(bus.address, files))
+        ft.check(out.get("results") == want, f"signals for other jobs: {out}")
+        ft.log("ok: 4,000 signals for another client's jobs (one cancelled) change nothing")
+
+        out, _ = with_fake(bus, "bad-signal", lambda: run_client(bus.address, files))
+        ft.check(out.get("results") == want, f"a FilesHashed of the wrong signature: {out}")
+        ft.log("ok: a FilesHashed of the wrong signature is ignored")
+
+        out, dt = with_fake(bus, "wrong-signature", lambda: run_client(bus.address, files))
+        ft.check("error" in out and 'answered HashFds with "s", not "o"' in out["error"][2] and dt < 30,
+                 f"a HashFds reply of the wrong type: {out} ({dt:.1f} s)")
+        ft.log(f"ok: a HashFds reply of the wrong type fails the run: {out['error'][2]!r}")
+
+        out, dt = with_fake(bus, "dies", lambda: run_client(bus.address, files))
+        ft.check("error" in out and out["error"][1] == ft.ERR_PREFIX + "Gone" and dt < 30,
+                 f"a daemon that dies in the middle: {out} ({dt:.1f} s)")
+        ft.log(f"ok: a daemon that dies in the middle of a run: {out['error'][2]!r} in {dt:.1f} s")
+
+        # fhashctl says the same in its words, and its exit code says it failed.
+        def ctl():
+            return subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, "--no-direct", "hash",
+                                   *files[:3]], capture_output=True, text=True, timeout=60)
+        p = with_fake(bus, "dies", ctl)
+        ft.check(p.returncode == 1 and "fhashd went away while hashing" in p.stderr,
+                 f"fhashctl with a daemon that dies: exit {p.returncode}, {p.stderr!r}")
+        ft.log("ok: fhashctl says fhashd went away, exit 1")
+
+
+if __name__ == "__main__":
+    main()
