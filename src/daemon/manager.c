@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* manager.c: fhashd's event loop: engine eventfd, bus, timers, signals, sd_notify, idle exit, shutdown */
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,9 +207,35 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* The jobs are done: what a burst of them took (results, names, buffers of their calls) is free but
+ * kept by malloc for the next; a daemon that may sit idle for hours gives it back (32 users' load
+ * left 8-10 MiB more resident than before it). */
+static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        if (registry_n_active_jobs(&m->context.registry) == 0)
+                (void)malloc_trim(0);
+        return 0;
+}
+
+static void manager_schedule_trim(Manager *m)
+{
+        if (!m->trim_timer) {
+                if (sd_event_add_time_relative(m->context.event, &m->trim_timer, CLOCK_MONOTONIC, MANAGER_TRIM_USEC,
+                                               MANAGER_TRIM_USEC / 4, on_trim_timer, m) < 0)
+                        return;
+        } else
+                (void)sd_event_source_set_time_relative(m->trim_timer, MANAGER_TRIM_USEC);
+        (void)sd_event_source_set_enabled(m->trim_timer, SD_EVENT_ONESHOT);
+}
+
 static void on_jobs_changed(Context *c)
 {
         Manager *m = container_of(c, Manager, context);
+
+        if (registry_n_active_jobs(&c->registry) == 0)
+                manager_schedule_trim(m);
 
         if (registry_n_active_jobs(&c->registry) > 0 && m->progress_timer) {
                 int enabled = SD_EVENT_OFF;
@@ -314,6 +341,7 @@ Manager *manager_free(Manager *m)
         sd_event_source_disable_unref(m->progress_timer);
         sd_event_source_disable_unref(m->idle_timer);
         sd_event_source_disable_unref(m->status_timer);
+        sd_event_source_disable_unref(m->trim_timer);
         sd_event_source_disable_unref(m->shutdown_timer);
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);

@@ -18,6 +18,8 @@
 
 /* How long shutdown waits for cancelled jobs to report before exiting anyway. */
 #define MANAGER_SHUTDOWN_TIMEOUT_USEC (5 * 1000000ULL)
+/* How long after the last job ended fhashd gives its free memory back (malloc_trim()). */
+#define MANAGER_TRIM_USEC (1000 * 1000ULL)
 /* Progress PropertiesChanged at most this often per job. */
 #define MANAGER_PROGRESS_USEC (250 * 1000ULL)
 
@@ -32,6 +34,7 @@ typedef struct Manager {
         sd_event_source *progress_timer;
         sd_event_source *idle_timer;
         sd_event_source *status_timer;
+        sd_event_source *trim_timer;  /* memory back to the system once the jobs are done */
         sd_event_source *shutdown_timer;
         sd_event_source *sigterm_source, *sigint_source;
 
