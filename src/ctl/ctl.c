@@ -211,9 +211,14 @@ static int verb_bus(Args *a)
 
 int ctl_main(int argc, char *argv[])
 {
+        /* Line-buffered, as coreutils' md5sum: each line leaves in one write(2), so the lines of
+         * processes that share a pipe or a file (xargs -P, make -j) never interleave, and lines
+         * come out as they are made. The buffer holds any line a name up to PATH_MAX makes. */
+        static char stdout_buf[64 * 1024];
         Args a = {};
         int r;
 
+        (void)setvbuf(stdout, stdout_buf, _IOLBF, sizeof(stdout_buf));
         setlocale(LC_ALL, "");
         r = ctl_parse_args(argc, argv, &a);
         if (r == 0)
