@@ -146,11 +146,12 @@ static int check_next(void *userdata, RunItem *ret)
 
                                 /* As coreutils: a missing file is not even looked at with
                                  * --ignore-missing. */
-                                if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
+                                if (a->ignore_missing && !e->from_stdin && access(e->name, F_OK) < 0 &&
+                                    errno == ENOENT)
                                         continue;
                                 cm->n_items++;
                                 s->last_algo = e->algo;
-                                *ret = (RunItem){ .name = e->name, .path = e->name, .algo = e->algo,
+                                *ret = (RunItem){ .name = e->name, .path = e->from_stdin ? "-" : e->name, .algo = e->algo,
                                                   .out_len = e->out_len, .expected = e->hex };
                                 return 1;
                         }
