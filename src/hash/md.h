@@ -13,10 +13,10 @@
  *  - md-openssl.c, OpenSSL 3's EVP digests: what libfhash, fhashd and the engine link. The fastest
  *    per byte (SHA-NI, AVX2), but libcrypto.so costs ~0.55 ms to load and relocate, and the first
  *    EVP_MD_fetch() loads the default provider.
- *  - md-nettle.c, nettle's low-level digests: what fhashctl's own binary links for the one-shot
- *    path and the sha256sum/md5sum/... personalities. libnettle.so loads in tens of µs and needs no
- *    set-up, so a process that hashes one small file starts as fast as coreutils' sha256sum (which
- *    links nothing but libc); per byte it is within ~5% of OpenSSL but for SHA-512 (bench-hash).
+ *  - md-nettle.c, nettle's low-level digests: what fhashctl's own binary links (statically) for
+ *    the one-shot path and the sha256sum/md5sum/... personalities. Nothing to load and next to no
+ *    set-up, so a process that hashes one small file starts about as fast as coreutils' sha256sum
+ *    (which links nothing but libc); per byte it is as fast as OpenSSL (SHA-NI) but for SHA-512.
  * hash.c calls these for every algorithm hash_algo_evp_name() names; the digests are the same
  * bytes either way (test-hash runs its known answers against both).
  */
