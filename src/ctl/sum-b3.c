@@ -29,7 +29,7 @@ typedef struct B3 {
         bool keyed, no_names, raw, tag, check, quiet;
         const char *derive_key;
         uint64_t length, seek;
-        bool length_given;
+        bool length_given, length_bad;  /* length_bad: b3sum 1.2.0 reports it per file */
         char **files;
         size_t n_files;
         HashParams params;
@@ -198,6 +198,17 @@ static bool hash_one(B3 *b, const char *path)
 
         if (hash_input(b, path, &err) < 0) {
                 report_error(b, path, err ? err : EBADF);
+                return false;
+        }
+        if (b->old && b->length_bad) {
+                /* 1.2.0 parsed --length only when it came to write a digest. */
+                Line l = {};
+
+                line_adds(&l, "b3sum: ");
+                add_lossy(&l, path);
+                line_adds(&l, ": Failed to parse length.\n");
+                (void)line_write(&l, STDERR_FILENO);
+                line_free(&l);
                 return false;
         }
         if (b->raw) {
@@ -669,7 +680,7 @@ static int parse_args(B3 *b, int argc, char *argv[], unsigned *ret_seen)
                                 errno = 0;
                                 b->length = strtoull(value, &end, 10);
                                 if (end == value || *end || errno || value[0] == '-')
-                                        b->length = UINT64_MAX;
+                                        b->length_bad = true;
                         } else {
                                 snprintf(optname, sizeof(optname), "--length <LEN>");
                                 int r = parse_u64(b, optname, value, &b->length);
@@ -682,6 +693,21 @@ static int parse_args(B3 *b, int argc, char *argv[], unsigned *ret_seen)
                                 return r;
                 } else if (streq(name, "num-threads")) {
                         uint64_t ignored;
+                        char *end;
+
+                        /* 1.2.0 parsed it after the options, as an error of main(). */
+                        if (b->old) {
+                                errno = 0;
+                                (void)strtoull(value, &end, 10);
+                                if (end == value || *end || errno || value[0] == '-' || value[0] == '+') {
+                                        fprintf(stderr, "Error: Failed to parse num threads.\n\nCaused by:\n    %s\n",
+                                                value[0] == '\0' ? "cannot parse integer from empty string"
+                                                : errno == ERANGE ? "number too large to fit in target type"
+                                                                  : "invalid digit found in string");
+                                        return 1;
+                                }
+                                continue;
+                        }
                         int r = parse_u64(b, "--num-threads <NUM>", value, &ignored);
                         if (r != 0)
                                 return r;
@@ -757,6 +783,7 @@ int b3_main(const Persona *p, int argc, char *argv[])
                 return persona_finish(b.prog, r < 0 ? 0 : r);
         }
         if (b.n_files == 0) {
+                free(b.files);
                 b.files = stdin_only;
                 b.n_files = 1;
         }
@@ -788,12 +815,6 @@ int b3_main(const Persona *p, int argc, char *argv[])
                                 r = 1;
                                 goto out;
                         }
-                        continue;
-                }
-                if (b.old && b.length == UINT64_MAX && b.length_given) {
-                        /* 1.2.0 said so for each file, after opening it. */
-                        persona_err(b.prog, "%s: Failed to parse length.", b.files[i]);
-                        failed++;
                         continue;
                 }
                 if (!hash_one(&b, b.files[i]))

@@ -200,6 +200,8 @@ def run_case(case, mode, fhashctl, verbose=False):
         bindir = make_bin(tmp, mode, fhashctl)
         write_files(work, case.files)
         env = {"PATH": f"{bindir}:/usr/bin:/bin", "LC_ALL": "C", "HOME": tmp, "TMPDIR": tmp}
+        # A sanitizer build keeps its options (scripts/test sets them for the suite).
+        env.update({k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")})
         if mode == "d12":
             env["FHASH_COMPAT"] = "debian12"
         env.update(case.env)
