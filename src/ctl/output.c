@@ -93,12 +93,13 @@ int output_write_check_name(FILE *f, const char *name)
         return 0;
 }
 
-/* True if byte i of name (of length len) must be written as an escape by quotef(). */
-static bool quote_is_escape(const unsigned char *p, size_t *ret_n)
+/* True if byte i of name (of length len) must be written as an escape by quotef(); in a locale that
+ * is not UTF-8 (utf8 false) every byte past ASCII is one. */
+static bool quote_is_escape(const unsigned char *p, bool utf8, size_t *ret_n)
 {
         size_t n;
 
-        if (*p < 0x20 || *p == 0x7f) {
+        if (*p < 0x20 || *p == 0x7f || (!utf8 && *p >= 0x80)) {
                 *ret_n = 1;
                 return true;
         }
@@ -123,7 +124,7 @@ static void quote_put_escape(FILE *f, unsigned char c)
                 fprintf(f, "\\%03o", (unsigned)c);
 }
 
-int output_quote(const char *name, char **ret)
+static int quote_with(const char *name, bool utf8, char **ret)
 {
         size_t len = strlen(name), buf_size = 0;
         bool need = len == 0, has_escape = false, has_squote = false, dq_unsafe = false;
@@ -133,7 +134,7 @@ int output_quote(const char *name, char **ret)
         for (size_t i = 0, n; i < len; i += n) {
                 const unsigned char *p = (const unsigned char *)name + i;
 
-                if (quote_is_escape(p, &n)) {
+                if (quote_is_escape(p, utf8, &n)) {
                         has_escape = true;
                         continue;
                 }
@@ -172,7 +173,7 @@ int output_quote(const char *name, char **ret)
                 for (size_t i = 0, n; i < len; i += n) {
                         const unsigned char *p = (const unsigned char *)name + i;
 
-                        if (quote_is_escape(p, &n)) {
+                        if (quote_is_escape(p, utf8, &n)) {
                                 if (!in_dollar)
                                         fputs("'$'", f);
                                 in_dollar = true;
@@ -197,6 +198,16 @@ int output_quote(const char *name, char **ret)
                 return -ENOMEM;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int output_quote(const char *name, char **ret)
+{
+        return quote_with(name, true, ret);
+}
+
+int output_quote_locale(const char *name, bool utf8, char **ret)
+{
+        return quote_with(name, utf8, ret);
 }
 
 int output_write_json_string(FILE *f, const char *s)

@@ -207,3 +207,10 @@ add(C("filepath_plain", f"{T}: test_filepath_to_string, foo", ["b3sum", "foo"], 
     C("filepath_escaped", f"{T}: test_filepath_to_string, f\\ \\t\\r\\noo", ["b3sum", "f\\ \t\r\noo"],
       files={"f\\ \t\r\noo": ""}, out=f"\\{H['']}  f\\\\ \t\\r\\noo\n",
       d12={"out": f"\\{H['']}  f\\\\ \t\r\\noo\n"}))
+
+# ---- beyond the upstream tests: what comparing with Debian 12's b3sum found ----------------------
+add(
+    C("compat:bad-length", "b3sum's --length: a usage error since clap 4 (1.2.0: per file, after opening it)",
+      ["b3sum", "-l", "x", "f", "nonexistent"], files={"f": ""}, **USAGE,
+      d12={"exit": 1, "err": f"b3sum: f: Failed to parse length.\nb3sum: nonexistent: {ENOENT}\n"}),
+)

@@ -600,3 +600,17 @@ for prog in ("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512
           f"{prog} BEFORE --help > o2 && {prog} BEFORE --help AFTER > o3 && cmp exp o1 && cmp exp o2 && cmp exp o3",
           out="", tools=[prog]),
     )
+
+# ---- beyond the upstream tests: what comparing with Debian 12's tools found ----------------------
+# Not restated from a test of coreutils: behaviours of its documentation and NEWS that differ between
+# 9.1 and 9.11 or depend on the locale, each run against Debian 12's tool too.
+add(
+    C("compat:c-locale-quoting", "coreutils quotef() in the C locale: bytes past ASCII as octal escapes",
+      ["md5sum", "caf\u00e9"], out="", err="md5sum: 'caf'$'\\303\\251': No such file or directory\n", exit=1),
+    C("compat:utf8-quoting", "coreutils quote() in a UTF-8 locale: curly quotes",
+      ["b2sum", "-l", "7", "f"], files={"f": ""}, env={"LC_ALL": "C.UTF-8"}, out="",
+      err="b2sum: invalid length: \u20187\u2019\nb2sum: length is not a multiple of 8\n", exit=1),
+    C("compat:cksum-directory", "coreutils NEWS 9.4: cksum again diagnoses read errors of its CRC",
+      ["cksum", "d"], files={"d/x": ""}, out="", err="cksum: d: Is a directory\n", exit=1,
+      d12={"out": "4294967295 0 d\n", "err": "", "exit": 0}),
+)
