@@ -2,7 +2,7 @@
 /* sum-coreutils.h: fhashctl as coreutils' md5sum, sha*sum, b2sum, cksum and sum */
 #pragma once
 
-#include "ctl/personality.h"
+#include "ctl/sum-common.h"
 
 typedef enum CuTool {
         CU_MD5SUM,

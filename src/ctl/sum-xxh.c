@@ -693,8 +693,9 @@ int xxh_main(const Persona *p, int argc, char *argv[])
         } else {
                 for (int i = 0; i < n; i++)
                         r |= hash_file(&x, files[i]);
-                /* 0.8.1 cleared a progress line on stderr after hashing, at the default verbosity. */
-                if (x.old && x.log_level >= 2)
+                /* 0.8.1 cleared a progress line on stderr after hashing named files, at the default
+                 * verbosity. */
+                if (x.old && x.log_level >= 2 && files_start > 0)
                         fprintf(stderr, "\r%70s\r", "");
         }
         hash_ctx_free(x.ctx);

@@ -2,7 +2,7 @@
 /* sum-xxh.h: fhashctl as xxHash's xxhsum, xxh32sum, xxh64sum, xxh128sum and xxh3sum */
 #pragma once
 
-#include "ctl/personality.h"
+#include "ctl/sum-common.h"
 
 typedef enum XxhTool {
         XXH_SUM,     /* xxhsum: XXH64 unless -H says otherwise */
