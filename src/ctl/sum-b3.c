@@ -20,8 +20,8 @@
  * with a leading backslash where they hold '\\', '\n' or '\r'. A checkfile is read as UTF-8 lines.
  */
 
-#define B3_BUF_SIZE (128 * 1024)
-#define B3_HASH_LEN 32
+#define B3_BUF_SIZE ((size_t)128 * 1024)
+#define B3_HASH_LEN ((size_t)32)
 
 typedef struct B3 {
         const char *prog;
@@ -110,7 +110,7 @@ static bool add_name(const B3 *b, Line *l, const char *name)
 
         add_lossy(&lossy, name);
         escape = lossy.buf && strpbrk(lossy.buf, b->old ? "\\\n" : "\\\n\r");
-        for (size_t i = 0; i < lossy.n; i++) {
+        for (size_t i = 0; lossy.buf && i < lossy.n; i++) {
                 char c = lossy.buf[i];
 
                 if (escape && c == '\\')
@@ -516,12 +516,12 @@ static int read_key(B3 *b)
                 n += (size_t)k;
         }
         if (n < B3_HASH_LEN) {
-                fprintf(stderr, "Error: expected %d key bytes from stdin, found %zu\n", B3_HASH_LEN, n);
+                fprintf(stderr, "Error: expected %zu key bytes from stdin, found %zu\n", B3_HASH_LEN, n);
                 explicit_bzero(key, sizeof(key));
                 return -EIO;
         }
         if (n > B3_HASH_LEN) {
-                fprintf(stderr, "Error: read more than %d key bytes from stdin\n", B3_HASH_LEN);
+                fprintf(stderr, "Error: read more than %zu key bytes from stdin\n", B3_HASH_LEN);
                 explicit_bzero(key, sizeof(key));
                 return -EIO;
         }
@@ -538,6 +538,8 @@ static int parse_u64(const B3 *b, const char *opt, const char *arg, uint64_t *re
         uint64_t v;
         char what[512];
 
+        if (!arg)
+                return clap_error(b, "a value is required", NULL);
         errno = 0;
         if (arg[0] == '\0' || arg[0] == '-' || arg[0] == '+' || arg[0] == ' ') {
                 v = 0;
@@ -675,7 +677,7 @@ static int parse_args(B3 *b, int argc, char *argv[], unsigned *ret_seen)
                 else if (streq(name, "length")) {
                         b->length_given = true;
                         /* b3sum 1.2.0 parsed --length only once it hashed, per file. */
-                        if (b->old) {
+                        if (b->old && value) {
                                 char *end;
                                 errno = 0;
                                 b->length = strtoull(value, &end, 10);
@@ -696,7 +698,7 @@ static int parse_args(B3 *b, int argc, char *argv[], unsigned *ret_seen)
                         char *end;
 
                         /* 1.2.0 parsed it after the options, as an error of main(). */
-                        if (b->old) {
+                        if (b->old && value) {
                                 errno = 0;
                                 (void)strtoull(value, &end, 10);
                                 if (end == value || *end || errno || value[0] == '-' || value[0] == '+') {

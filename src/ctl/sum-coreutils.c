@@ -79,7 +79,7 @@ static const struct {
 };
 
 #define BLAKE2B_MAX_BITS 512
-#define B64_LEN(n) (4 * (((n) + 2) / 3))
+#define B64_LEN(n) ((size_t)4 * (((size_t)(n) + 2) / 3))
 
 typedef struct Cu {
         const char *prog;
@@ -105,7 +105,7 @@ typedef struct Cu {
         uint8_t *buf;
 } Cu;
 
-#define CU_BUF_SIZE (128 * 1024)
+#define CU_BUF_SIZE ((size_t)128 * 1024)
 
 static bool is_blank(char c)
 {

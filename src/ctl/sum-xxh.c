@@ -38,8 +38,8 @@ static const struct {
         [XA_3] = { "XXH3", "XXH3_LE", 8, HASH_XXH3 },
 };
 
-#define XXH_BUF_SIZE (64 * 1024)
-#define XXH_MAX_LINE (32 * 1024)
+#define XXH_BUF_SIZE ((size_t)64 * 1024)
+#define XXH_MAX_LINE ((size_t)32 * 1024)
 
 typedef struct Xxh {
         const char *exe;      /* the name it was called by, for usage */
@@ -199,9 +199,12 @@ static int hex_value(char c)
         return -1;
 }
 
-/* The canonical digest from hex, the byte pairs read backwards for little-endian lines. */
-static bool canonical_from_string(uint8_t *dst, size_t n, const char *hex, bool rev)
+/* The canonical digest from the 2n hex digits at hex (hex_len of them there), the byte pairs read
+ * backwards for little-endian lines. */
+static bool canonical_from_string(uint8_t *dst, size_t n, const char *hex, size_t hex_len, bool rev)
 {
+        if (hex_len < 2 * n)
+                return false;
         for (size_t i = 0; i < n; i++) {
                 size_t j = rev ? n - i - 1 : i;
                 int h0 = hex_value(hex[2 * j]), h1;
@@ -310,20 +313,20 @@ static bool parse_line(const Xxh *x, char *line, bool rev, XxhParsed *p)
                 return false;
         switch (hash_len) {
         case 8:
-                if (p->algo != XA_32 || !canonical_from_string(p->canonical, 4, hash, rev))
+                if (p->algo != XA_32 || !canonical_from_string(p->canonical, 4, hash, hash_len, rev))
                         return false;
                 break;
         case 16:
-                if ((p->algo != XA_64 && p->algo != XA_3) || !canonical_from_string(p->canonical, 8, hash, rev))
+                if ((p->algo != XA_64 && p->algo != XA_3) || !canonical_from_string(p->canonical, 8, hash, hash_len, rev))
                         return false;
                 break;
         case 21:
                 if (x->old || p->algo != XA_3 || strncmp(hash, "XXH3_", 5) != 0 ||
-                    !canonical_from_string(p->canonical, 8, hash + 5, rev))
+                    !canonical_from_string(p->canonical, 8, hash + 5, hash_len - 5, rev))
                         return false;
                 break;
         case 32:
-                if (p->algo != XA_128 || !canonical_from_string(p->canonical, 16, hash, rev))
+                if (p->algo != XA_128 || !canonical_from_string(p->canonical, 16, hash, hash_len, rev))
                         return false;
                 break;
         default:
@@ -361,6 +364,9 @@ static int get_line(FILE *f, char **buf, size_t *alloc, size_t *ret_len)
                         nb = realloc(*buf, na);
                         if (!nb)
                                 return -ENOMEM;
+                        /* Zeroed, so that no read of a parser past the line's NUL meets garbage
+                         * (clang-analyzer cannot tell that none does). */
+                        memset(nb + *alloc, 0, na - *alloc);
                         *buf = nb;
                         *alloc = na;
                 }
