@@ -14,6 +14,7 @@
 #include "ctl/bus-verbs.h"
 #include "ctl/check.h"
 #include "ctl/ctl.h"
+#include "ctl/lineout.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
 #include "ctl/walk.h"
@@ -211,14 +212,9 @@ static int verb_bus(Args *a)
 
 int ctl_main(int argc, char *argv[])
 {
-        /* Line-buffered, as coreutils' md5sum: each line leaves in one write(2), so the lines of
-         * processes that share a pipe or a file (xargs -P, make -j) never interleave, and lines
-         * come out as they are made. The buffer holds any line a name up to PATH_MAX makes. */
-        static char stdout_buf[64 * 1024];
         Args a = {};
-        int r;
+        int r, k;
 
-        (void)setvbuf(stdout, stdout_buf, _IOLBF, sizeof(stdout_buf));
         setlocale(LC_ALL, "");
         r = ctl_parse_args(argc, argv, &a);
         if (r == 0)
@@ -226,6 +222,11 @@ int ctl_main(int argc, char *argv[])
         else if (r < 0)
                 r = r == -EINVAL ? CTL_EXIT_USAGE : CTL_EXIT_FAILED;
         else {
+                /* Whole lines, at most PIPE_BUF bytes a write(2): the lines of processes that share
+                 * a pipe (xargs -P, make -j) never interleave (lineout.h). */
+                k = lineout_install(a.zero && a.verb && streq(a.verb, "hash") ? '\0' : '\n');
+                if (k < 0)
+                        ctl_err("cannot set up standard output: %s", strerror(-k));
                 /* ctl_parse_args() only goes on with a verb, but say so rather than crash on NULL. */
                 if (!a.verb)
                         r = ctl_usage_error("missing verb");
@@ -242,6 +243,11 @@ int ctl_main(int argc, char *argv[])
                         r = verb_bus(&a);
                 else
                         r = ctl_usage_error("unknown verb '%s'", a.verb);
+        }
+        k = lineout_finish();
+        if (k < 0 && r == CTL_EXIT_OK) {
+                ctl_err("write error: %s", strerror(-k));
+                r = CTL_EXIT_FAILED;
         }
         free(a.excludes);
         hash_params_wipe(&a.params);
