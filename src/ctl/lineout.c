@@ -42,6 +42,8 @@ static int lineout_drain(LineOut *lo, bool all)
         size_t off = 0;
         int r = 0;
 
+        if (lo->n == 0)
+                return 0;
         while (r == 0 && off < lo->n) {
                 const char *p = lo->pending + off;
                 size_t left = lo->n - off, take = 0;
