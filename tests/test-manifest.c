@@ -119,6 +119,16 @@ static void test_bad(void **state)
         line_bad("garbage line", _HASH_ALGO_INVALID);
         line_bad(H64, _HASH_ALGO_INVALID);                /* no name */
         line_bad(H64 " ", _HASH_ALGO_INVALID);            /* empty name */
+        {
+                /* The same where the line ends the buffer: nothing may be read past it (ASan; the
+                 * fuzzer found such a read). */
+                _cleanup_free_ char *exact = malloc(65);
+                ManifestEntry e = {};
+
+                assert_non_null(exact);
+                memcpy(exact, H64 " ", 65);
+                assert_int_equal(manifest_parse_line(exact, 65, _HASH_ALGO_INVALID, &e), -EINVAL);
+        }
         line_bad(H64 "x  name", _HASH_ALGO_INVALID);      /* not hex */
         line_bad("abc  name", _HASH_ALGO_INVALID);        /* no algorithm is 3 hex long */
         line_bad(H64 "  name", HASH_SHA512);              /* -a length mismatch */

@@ -291,6 +291,8 @@ static int parse_untagged(const char *s, size_t len, bool escaped, const Manifes
          * BSD reversed. As coreutils, the first untagged line decides for the manifest, so that a
          * name with a leading blank cannot pass for the other form. */
         int local = -1, *reversed = o->bsd_reversed ? o->bsd_reversed : &local;
+        if (i >= len)
+                return -EINVAL; /* no name at all */
         if (len - i == 1 || (s[i] != ' ' && s[i] != '*')) {
                 if (*reversed == 0)
                         return -EINVAL;
