@@ -2,12 +2,14 @@
 """bench/run's command line: which modes run, where the build and the data are."""
 
 import argparse
+import datetime
 import json
 import os
 import sys
 
-from .common import ALGOS, BASELINE_FULL, BASELINE_QUICK, HERE, ROOT
+from .common import ALGOS, BASELINE_FULL, BASELINE_QUICK, HERE, ROOT, loadavg, write_json
 from .harness import Harness
+from .machine import machine_brief
 from .packages import ensure_bench_packages
 from .quick import QUICK_CHECKS, QuickCheck
 from .report import report
@@ -22,6 +24,28 @@ def find_build_dir():
         if os.path.exists(os.path.join(ROOT, d, 'build.ninja')):
             return os.path.join(ROOT, d)
     return os.path.join(ROOT, 'build')
+
+
+def per_process_main(a, build):
+    """--per-process: its own regime and table (bench/per_process.py), saved with --save."""
+    from . import per_process
+    spawn = os.path.abspath(a.bench_spawn or os.path.join(build, 'bench', 'bench-spawn'))
+    if not os.access(spawn, os.X_OK) or not os.access(a.fhashctl, os.X_OK):
+        print(f'bench/run: --per-process needs {spawn} and {a.fhashctl} (ninja -C {build})', file=sys.stderr)
+        return 1
+    print(f'per-process regime: {machine_brief()}, load {loadavg()}')
+    rows = per_process.run(a.fhashctl, spawn)
+    text = per_process.table(rows)
+    print(text)
+    if a.save:
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        os.makedirs(os.path.join(HERE, 'results'), exist_ok=True)
+        base = os.path.join(HERE, 'results', f'{stamp}-per-process')
+        with open(base + '.txt', 'w') as f:
+            f.write(text + '\n')
+        write_json(base + '.json', {'regime': 'per-process', 'machine': machine_brief(), 'rows': rows})
+        print(f'saved {base}.txt and .json')
+    return 1 if any(r.get('verdict') == 'MISS' for r in rows) else 0
 
 
 def main():
@@ -42,6 +66,10 @@ def main():
     ap.add_argument('--main', action='store_true',
                     help='the engine/peer scenarios (the default unless another mode is given)')
     ap.add_argument('--all', action='store_true', help='main scenarios, sweep and daemon: the full run')
+    ap.add_argument('--per-process', action='store_true',
+                    help='one 4 KiB file per process x 1,000: fhashctl as sha256sum, b3sum, xxhsum, ... vs the '
+                         'tools (bench/per_process.py)')
+    ap.add_argument('--bench-spawn')
     ap.add_argument('--engine-only', action='store_true',
                     help='only bench-engine on the hot big file (sha256 and xxh3 unless --algos), best of 5')
     ap.add_argument('--report', nargs='?', const=BASELINE_FULL, metavar='JSON',
@@ -114,6 +142,8 @@ def main():
             return 1
     a.fhashd = os.path.abspath(a.fhashd or os.path.join(build, 'src', 'fhashd'))
     a.fhashctl = os.path.abspath(a.fhashctl or os.path.join(build, 'src', 'fhashctl'))
+    if a.per_process:
+        return per_process_main(a, build)
     if (a.sweep or a.engine_only) and not a.bench_engine:
         print('bench/run: --sweep and --engine-only need bench-engine', file=sys.stderr)
         return 1

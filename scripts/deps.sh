@@ -5,13 +5,13 @@
 
 fhash_build_packages=(
     gcc meson ninja-build pkg-config
-    liburing-dev libssl-dev libsystemd-dev libxxhash-dev libb2-dev libcmocka-dev
+    liburing-dev libssl-dev libsystemd-dev libxxhash-dev libb2-dev libcmocka-dev nettle-dev zlib1g-dev
     librust-blake3-dev libdbus-1-dev systemd scdoc bash-completion
     uthash-dev
 )
 fhash_test_packages=(
     dbus python3-dbus python3-gi libglib2.0-bin
-    coreutils b3sum xxhash openssl util-linux procps gdb hashdeep tmux jq
+    coreutils b3sum xxhash openssl util-linux procps gdb hashdeep tmux jq strace
     cppcheck clang-tidy clang doxygen
     debhelper dh-python lintian rsync
 )

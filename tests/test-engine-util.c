@@ -120,6 +120,8 @@ char *reference_digest(HashAlgo a, const char *path)
                 return th_run_first_word("openssl dgst -sha3-384 -r '%s'", path);
         case HASH_SHA3_512:
                 return th_run_first_word("openssl dgst -sha3-512 -r '%s'", path);
+        case HASH_SHA3_224:
+                return th_run_first_word("openssl dgst -sha3-224 -r '%s'", path);
         case HASH_SM3:
                 return th_run_first_word("openssl dgst -sm3 -r '%s'", path);
         case HASH_BLAKE2S:

@@ -153,6 +153,7 @@ static const struct {
         { HASH_MD5, "md5sum", "md5sum", "" },
         { HASH_SHA224, "sha224sum", "sha224sum", "" },
         { HASH_SHA384, "sha384sum", "sha384sum", "" },
+        { HASH_SHA3_224, "openssl", "openssl dgst -sha3-224 -r", "" },
         { HASH_SHA3_256, "openssl", "openssl dgst -sha3-256 -r", "" },
         { HASH_SHA3_384, "openssl", "openssl dgst -sha3-384 -r", "" },
         { HASH_SHA3_512, "openssl", "openssl dgst -sha3-512 -r", "" },

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hash/hash.h"
+#include "hash/md.h"
 #include "basic/macro.h"
 #include "test-helpers.h"
 
@@ -137,6 +138,15 @@ static void test_kat_sha3_256(void **state)
         check_million_a(HASH_SHA3_256, "5c8875ae474a3634ba4fd55ec85bffd661f32aca75c6d699d0cdcb6c115891c1");
 }
 
+/* FIPS 202 / NIST CSRC SHA3-224 example values. */
+static void test_kat_sha3_224(void **state)
+{
+        check_str(HASH_SHA3_224, "", "6b4e03423667dbb73b6e15454f0eb1abd4597f9a1b078e3f5b5a6bc7");
+        check_str(HASH_SHA3_224, "abc", "e642824c3f8cf24ad09234ee7d3c766fc9a3a5168d0c94ad73b46fdf");
+        check_str(HASH_SHA3_224, msg448, "8a24108b154ada21c9fd5574494479ba5c7e7ab76ef264ead0fcce33");
+        check_million_a(HASH_SHA3_224, "d69335b93325192e516a912e6d19a15cb51c6ed5c15243e7a7fd653c");
+}
+
 /* FIPS 202 / NIST CSRC SHA3-384 and SHA3-512 example values. */
 static void test_kat_sha3_384_512(void **state)
 {
@@ -225,6 +235,32 @@ static void test_kat_blake3(void **state)
                 in[i] = (uint8_t)(i % 251);
         for (size_t i = 0; i < ELEMENTSOF(blake3_vectors); i++)
                 check_hex(HASH_BLAKE3, in, blake3_vectors[i].len, blake3_vectors[i].hash);
+}
+
+/* BLAKE3's output is a stream (b3sum --length, --seek): any piece of it is that piece of a longer
+ * read, and its first bytes are the digest of that length. */
+static void test_blake3_xof(void **state)
+{
+        _cleanup_(hash_ctx_freep) HashCtx *c = NULL;
+        uint8_t whole[300], piece[300], d[64];
+
+        assert_int_equal(hash_ctx_new(&c), 0);
+        assert_int_equal(hash_ctx_xof(c, 0, whole, 1), -EINVAL); /* before any init */
+        assert_int_equal(hash_ctx_init(c, HASH_SHA256), 0);
+        assert_int_equal(hash_ctx_xof(c, 0, whole, 1), -EOPNOTSUPP);
+        assert_int_equal(hash_ctx_init(c, HASH_BLAKE3), 0);
+        assert_int_equal(hash_ctx_update(c, "foo", 3), 0);
+        assert_int_equal(hash_ctx_xof(c, 0, whole, sizeof(whole)), 0);
+        for (size_t seek = 0; seek < sizeof(whole); seek += 37)
+                for (size_t n = 0; seek + n <= sizeof(whole); n += 61) {
+                        memset(piece, 0xaa, sizeof(piece));
+                        assert_int_equal(hash_ctx_xof(c, seek, piece, n), 0);
+                        assert_memory_equal(piece, whole + seek, n);
+                }
+        assert_int_equal(hash_oneshot_params(HASH_BLAKE3, &(HashParams){ .out_len = 64 }, "foo", 3, d), 0);
+        assert_memory_equal(d, whole, 64);
+        /* The 32-byte digest of "foo" that b3sum's tests start from. */
+        check_str(HASH_BLAKE3, "foo", "04e0bb39f30b1a3feb89f536c93be15055482df748674b00d26e5a75777702e9");
 }
 
 /* xxHash: the empty-input values from its documentation, "abc" as `xxhsum -H0..-H3` prints it
@@ -346,7 +382,7 @@ static void test_names(void **state)
                 [HASH_SHA3_256] = 32, [HASH_BLAKE2B] = 64,  [HASH_BLAKE3] = 32,   [HASH_XXH3] = 8,
                 [HASH_XXH128] = 16,   [HASH_CRC32C] = 4,    [HASH_SHA224] = 28,   [HASH_SHA384] = 48,
                 [HASH_SHA3_384] = 48, [HASH_SHA3_512] = 64, [HASH_SM3] = 32,      [HASH_BLAKE2S] = 32,
-                [HASH_XXH32] = 4,     [HASH_XXH64] = 8,
+                [HASH_XXH32] = 4,     [HASH_XXH64] = 8,     [HASH_SHA3_224] = 28,
         };
         char *save = NULL;
         HashAlgo a = 0;
@@ -376,7 +412,7 @@ static void test_names(void **state)
         assert_null(hash_algo_to_string(_HASH_ALGO_MAX));
         assert_int_equal(hash_algo_digest_size(_HASH_ALGO_MAX), 0);
         static const char *const bad[] = { "", "SHA256", "sha-256", "sha 256", "sha256 ", "crc32",
-                                           "xxh", "XXH64", "blake2", "sha3", "md", "sha3-224", "blake2s256" };
+                                           "xxh", "XXH64", "blake2", "sha3", "md", "sha3_224", "blake2s256" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 assert_int_equal(hash_algo_from_string(bad[i]), _HASH_ALGO_INVALID);
         assert_int_equal(hash_algo_from_string(NULL), _HASH_ALGO_INVALID);
@@ -506,6 +542,8 @@ int main(void)
                 cmocka_unit_test(test_kat_blake2b),
                 cmocka_unit_test(test_kat_blake2s),
                 cmocka_unit_test(test_kat_blake3),
+                cmocka_unit_test(test_blake3_xof),
+                cmocka_unit_test(test_kat_sha3_224),
                 cmocka_unit_test(test_kat_xxh),
                 cmocka_unit_test(test_kat_crc32c),
                 cmocka_unit_test(test_names),
@@ -515,6 +553,8 @@ int main(void)
                 cmocka_unit_test(test_threads),
         };
 
+        /* Built twice: over OpenSSL (what libfhash links) and over nettle (fhashctl's binary). */
+        print_message("digests from %s\n", md_backend());
         if (hash_global_init() < 0) {
                 fprintf(stderr, "hash_global_init() failed\n");
                 return EXIT_FAILURE;

@@ -120,7 +120,17 @@ static void test_bad(void **state)
 {
         line_bad("garbage line", _HASH_ALGO_INVALID);
         line_bad(H64, _HASH_ALGO_INVALID);                /* no name */
-        line_bad(H64 "  ", _HASH_ALGO_INVALID);           /* empty name */
+        line_bad(H64 " ", _HASH_ALGO_INVALID);            /* empty name */
+        {
+                /* The same where the line ends the buffer: nothing may be read past it (ASan; the
+                 * fuzzer found such a read). */
+                _cleanup_free_ char *exact = malloc(65);
+                ManifestEntry e = {};
+
+                assert_non_null(exact);
+                memcpy(exact, H64 " ", 65);
+                assert_int_equal(manifest_parse_line(exact, 65, _HASH_ALGO_INVALID, &e), -EINVAL);
+        }
         line_bad(H64 "x  name", _HASH_ALGO_INVALID);      /* not hex */
         line_bad("abc  name", _HASH_ALGO_INVALID);        /* no algorithm is 3 hex long */
         line_bad(H64 "  name", HASH_SHA512);              /* -a length mismatch */
@@ -161,6 +171,71 @@ static void test_buffer(void **state)
         assert_int_equal(m->n_bad, 2);
         assert_int_equal(m->bad_lines[0], 4);
         assert_int_equal(m->bad_lines[1], 7);
+}
+
+/* BSD reversed lines ("md5 -r"): the first untagged line decides the form of the manifest, as
+ * coreutils' md5sum-bsd.sh checks. */
+static void test_reversed(void **state)
+{
+        _cleanup_(manifest_freep) Manifest *rev = NULL, *std = NULL, *lone = NULL;
+        static const char reversed[] = H64 " a\n" H64 "  b\n" H64 " *c\n" H64 "  \n";
+        static const char standard[] = H64 "  a\n" H64 " b\n" H64 " *c\n";
+
+        assert_int_equal(manifest_parse(reversed, sizeof(reversed) - 1, _HASH_ALGO_INVALID, false, &rev), 0);
+        assert_int_equal(rev->n_entries, 4);
+        assert_string_equal(rev->entries[0].name, "a");
+        assert_string_equal(rev->entries[1].name, " b");
+        assert_string_equal(rev->entries[2].name, "*c");
+        assert_string_equal(rev->entries[3].name, " ");
+        assert_int_equal(rev->n_bad, 0);
+
+        /* Once standard, a reversed line is refused: a name cannot lose its leading blank. */
+        assert_int_equal(manifest_parse(standard, sizeof(standard) - 1, _HASH_ALGO_INVALID, false, &std), 0);
+        assert_int_equal(std->n_entries, 2);
+        assert_string_equal(std->entries[0].name, "a");
+        assert_string_equal(std->entries[1].name, "c");
+        assert_int_equal(std->n_bad, 1);
+        assert_int_equal(std->bad_lines[0], 2);
+
+        /* A line alone: the same rules. */
+        entry_is(H64 " one", _HASH_ALGO_INVALID, HASH_SHA256, "one", H64);
+        entry_is(H64 "  ", _HASH_ALGO_INVALID, HASH_SHA256, " ", H64);
+        assert_int_equal(manifest_parse(H64 " x", 66, _HASH_ALGO_INVALID, false, &lone), 0);
+        assert_int_equal(lone->n_entries, 1);
+}
+
+/* What else the tools write: coreutils >= 9.8's SHA2- tags and --base64, xxhsum's little-endian
+ * tags and its "stdin". */
+static void test_other_writers(void **state)
+{
+        ManifestEntry e = {};
+        static const char sha384[] = "38b060a751ac96384cd9327eb1b1e36a21fdb71114be07434c0cc7bf63f6e1da"
+                                     "274edebfe76f65fbd51ad2f14898b95b";
+
+        entry_is("SHA2-384 (f) = 38b060a751ac96384cd9327eb1b1e36a21fdb71114be07434c0cc7bf63f6e1da"
+                 "274edebfe76f65fbd51ad2f14898b95b", _HASH_ALGO_INVALID, HASH_SHA384, "f", sha384);
+        entry_is("SHA3-224 (f) = 6b4e03423667dbb73b6e15454f0eb1abd4597f9a1b078e3f5b5a6bc7", _HASH_ALGO_INVALID,
+                 HASH_SHA3_224, "f", "6b4e03423667dbb73b6e15454f0eb1abd4597f9a1b078e3f5b5a6bc7");
+        /* cksum --base64 (cksum-base64.pl's values for an empty file). */
+        entry_is("MD5 (f) = 1B2M2Y8AsgTpgAmY7PhCfg==", _HASH_ALGO_INVALID, HASH_MD5, "f",
+                 "d41d8cd98f00b204e9800998ecf8427e");
+        entry_is("SHA1 (f) = 2jmj7l5rSw0yVb/vlWAYkK/YBwk=", _HASH_ALGO_INVALID, HASH_SHA1, "f",
+                 "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        line_bad("MD5 (f) = 1B2M2Y8AsgTpgAmY7PhCfg=", _HASH_ALGO_INVALID);   /* padding cut */
+        line_bad("MD5 (f) = 1B2M2Y8AsgTpgAmY7PhCf*==", _HASH_ALGO_INVALID);  /* not base64 */
+        /* xxhsum --tag --little-endian: the digest's bytes reversed. */
+        entry_is("XXH64_LE (foo) = 3fbac459a800bf33", _HASH_ALGO_INVALID, HASH_XXH64, "foo", "33bf00a859c4ba3f");
+        entry_is("XXH128_LE (foo) = 8a7d7e07645f6eab214145832ef9ae79", _HASH_ALGO_INVALID, HASH_XXH128, "foo",
+                 "79aef92e83454121ab6e5f64077e7d8a");
+        line_bad("SHA256_LE (f) = " H64, _HASH_ALGO_INVALID);
+        /* xxhsum names standard input "stdin"; in a line of another algorithm it is a file's name. */
+        assert_int_equal(manifest_parse_line("33bf00a859c4ba3f  stdin", 23, _HASH_ALGO_INVALID, &e), 1);
+        assert_true(e.from_stdin);
+        free(e.name);
+        e = (ManifestEntry){};
+        assert_int_equal(manifest_parse_line(H64 "  stdin", 71, _HASH_ALGO_INVALID, &e), 1);
+        assert_false(e.from_stdin);
+        free(e.name);
 }
 
 static void test_buffer_zero(void **state)
@@ -372,6 +447,8 @@ int main(void)
                 cmocka_unit_test(test_tagged),   cmocka_unit_test(test_bad),
                 cmocka_unit_test(test_buffer),   cmocka_unit_test(test_buffer_zero),
                 cmocka_unit_test(test_empty),    cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_reversed),
+                cmocka_unit_test(test_other_writers),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -137,7 +137,11 @@ static void help_main(FILE *f)
                    "      --address=ADDR     talk to fhashd on the bus at ADDR\n"
                    "      --no-direct        pass files through the bus, not a direct connection\n"
                    "  -h, --help             show help (for a verb: fhashctl VERB --help)\n"
-                   "      --version          show the version\n\n"
+                   "      --version          show the version\n"
+                   "      --as TOOL          be TOOL, first argument only: md5sum, sha1sum, sha224sum,\n"
+                   "                         sha256sum, sha384sum, sha512sum, b2sum, cksum, sum, b3sum,\n"
+                   "                         xxhsum, xxh32sum, xxh64sum, xxh128sum, xxh3sum (as links of\n"
+                   "                         those names in " FHASH_TOOLSDIR " do)\n\n"
                    "Exit status: 0 success, 1 a file failed or did not match, 2 usage error.\n");
 }
 

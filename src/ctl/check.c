@@ -155,10 +155,12 @@ static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
                 } else if (e->tagged || e->algo != cm->first_algo)
                         cm->one_algo = false;
                 /* As coreutils: a missing file is not even looked at with --ignore-missing. */
-                if (a->ignore_missing && access(e->name, F_OK) < 0 && errno == ENOENT)
+                if (a->ignore_missing && !e->from_stdin && access(e->name, F_OK) < 0 && errno == ENOENT)
                         continue;
                 cm->n_items++;
-                *ret = (fhash_input){ .path = e->name, .fd = -1, .expected = e->hex,
+                /* xxhsum's "stdin" entry: what it hashed was standard input. */
+                *ret = (fhash_input){ .path = e->from_stdin ? "-" : e->name, .name = e->name, .fd = -1,
+                                      .expected = e->hex,
                                       .algorithm = e->algo != a->algo ? hash_algo_to_string(e->algo) : NULL,
                                       .length_bits = e->out_len * 8 };
                 return 1;

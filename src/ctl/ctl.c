@@ -15,6 +15,7 @@
 #include "ctl/bus-verbs.h"
 #include "ctl/check.h"
 #include "ctl/ctl.h"
+#include "ctl/lineout.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
 #include "ctl/walk.h"
@@ -243,24 +244,23 @@ static void install_signal_handlers(void)
 int ctl_main(int argc, char *argv[])
 {
         Args a = {};
-        int r;
+        int r, k;
 
         setlocale(LC_ALL, "");
         install_signal_handlers();
         /* A person reads a terminal: no control character in a name reaches it raw. */
         output_set_terminal(isatty(STDOUT_FILENO));
-        /* A line per file: into a pipe or a file, write them in 64 KiB blocks rather than stdio's
-         * 4 KiB (a write(2) per 50 lines was a tenth of what the main thread did on small files). A
-         * terminal keeps its line buffering. ctl_err() flushes stdout first, so messages stay in
-         * their place among the lines. */
-        if (!isatty(STDOUT_FILENO))
-                (void)setvbuf(stdout, NULL, _IOFBF, (size_t)64 * 1024);
         r = ctl_parse_args(argc, argv, &a);
         if (r == 0)
                 r = CTL_EXIT_OK;
         else if (r < 0)
                 r = r == -EINVAL ? CTL_EXIT_USAGE : CTL_EXIT_FAILED;
         else {
+                /* Whole lines, at most PIPE_BUF bytes a write(2): the lines of processes that share
+                 * a pipe (xargs -P, make -j) never interleave (lineout.h). */
+                k = lineout_install(a.zero && a.verb && streq(a.verb, "hash") ? '\0' : '\n');
+                if (k < 0)
+                        ctl_err("cannot set up standard output: %s", strerror(-k));
                 /* ctl_parse_args() only goes on with a verb, but say so rather than crash on NULL. */
                 if (!a.verb)
                         r = ctl_usage_error("missing verb");
@@ -277,6 +277,11 @@ int ctl_main(int argc, char *argv[])
                         r = verb_bus(&a);
                 else
                         r = ctl_usage_error("unknown verb '%s'", a.verb);
+        }
+        k = lineout_finish();
+        if (k < 0 && r == CTL_EXIT_OK) {
+                ctl_err("write error: %s", strerror(-k));
+                r = CTL_EXIT_FAILED;
         }
         free(a.excludes);
         hash_params_wipe(&a.params);

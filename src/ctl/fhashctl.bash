@@ -15,6 +15,21 @@ _fhashctl()
         [watch]="--progress --no-progress"
     )
 
+    # "fhashctl --as TOOL ...": fhashctl is that tool (first argument only); its arguments are files.
+    local tools="md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum b3sum xxhsum xxh32sum xxh64sum xxh128sum xxh3sum"
+    if ((cword == 1)) && [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$global --as" -- "$cur"))
+        return
+    fi
+    if ((cword == 2)) && [[ $prev == --as ]]; then
+        COMPREPLY=($(compgen -W "$tools" -- "$cur"))
+        return
+    fi
+    if ((cword > 2)) && [[ ${words[1]} == --as ]]; then
+        _filedir
+        return
+    fi
+
     case $prev in
         -a | --algorithm)
             # Several in one read: "sha256,bl<TAB>" completes the name after the last comma.

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* fhashctl.c: main() only; the program lives in libfhash (ctl.c) so that tests link what ships */
-#include "ctl/ctl.h"
+/* fhashctl.c: main(): one of the checksum tools, or fhashctl's verbs from their module */
+#include "ctl/personality.h"
+#include "ctl/verbs-module.h"
 
 int main(int argc, char *argv[])
 {
-        return ctl_main(argc, argv);
+        int r = persona_dispatch(argc, argv);
+
+        if (r != -ENOENT)
+                return r;
+        return verbs_module_run(argc, argv);
 }

@@ -116,18 +116,70 @@ static int name_copy(const char *s, size_t len, bool escaped, char **ret)
         return 0;
 }
 
-/* The digest of algo is out_len bytes (0: its default) and its hex is n digits at hex. */
+static int base64_value(char c)
+{
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* cksum --base64's digest of size bytes (padded with '=', as it writes it) into hex; false if s is
+ * not exactly that. Written here: this parser is pure, for its fuzzer. */
+static bool base64_to_hex(const char *s, size_t n, size_t size, char *hex)
+{
+        static const char digits[] = "0123456789abcdef";
+        size_t pad = (3 - size % 3) % 3, k = 0;
+        uint32_t acc = 0;
+        int bits = 0;
+
+        if (n != 4 * ((size + 2) / 3))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                int v = base64_value(s[i]);
+
+                if (i >= n - pad) {
+                        if (s[i] != '=')
+                                return false;
+                        continue;
+                }
+                if (v < 0)
+                        return false;
+                acc = acc << 6 | (uint32_t)v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        if (k < size) {
+                                uint8_t b = (uint8_t)(acc >> bits);
+                                hex[2 * k] = digits[b >> 4];
+                                hex[2 * k + 1] = digits[b & 0xf];
+                        }
+                        k++;
+                }
+        }
+        hex[2 * size] = '\0';
+        return k == size;
+}
+
+/* The digest of algo is out_len bytes (0: its default) and is the n characters at hex: hex digits,
+ * or base64 as cksum --base64 writes it. */
 static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo, uint32_t out_len)
 {
         size_t size = out_len ? out_len : hash_algo_digest_size(algo);
 
         if (out_len && hash_params_digest_size(algo, &(HashParams){ .out_len = out_len }) != out_len)
                 return -EINVAL;
-        if (n != 2 * size || n >= sizeof(e->hex) || hex_span(hex, n) != n)
+        if (2 * size >= sizeof(e->hex))
                 return -EINVAL;
-        for (size_t i = 0; i < n; i++)
-                e->hex[i] = (char)tolower((unsigned char)hex[i]);
-        e->hex[n] = '\0';
+        if (n == 2 * size && hex_span(hex, n) == n) {
+                for (size_t i = 0; i < n; i++)
+                        e->hex[i] = (char)tolower((unsigned char)hex[i]);
+                e->hex[n] = '\0';
+        } else if (!base64_to_hex(hex, n, size, e->hex))
+                return -EINVAL;
         e->algo = algo;
         e->out_len = size == hash_algo_digest_size(algo) ? 0 : (uint32_t)size;
         return 0;
@@ -141,6 +193,8 @@ static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestP
         HashAlgo a;
         int r;
 
+        bool le = false;
+
         while (t < len && (isalnum((unsigned char)s[t]) || s[t] == '-' || s[t] == '_'))
                 t++;
         i = t;
@@ -149,6 +203,13 @@ static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestP
         if (t == 0 || i >= len || s[i] != '(')
                 return -EAGAIN;
         a = hash_params_from_tag(s, t, &out_len);
+        /* xxhsum --tag --little-endian: "XXH64_LE (name) = hex", the digest's bytes reversed. */
+        if (a < 0 && t > 3 && memcmp(s + t - 3, "_LE", 3) == 0) {
+                a = hash_algo_from_tag(s, t - 3);
+                if (a != HASH_XXH32 && a != HASH_XXH64 && a != HASH_XXH128 && a != HASH_XXH3)
+                        return -EAGAIN;
+                le = true;
+        }
         if (a < 0)
                 return -EAGAIN;
         /* The tag says the length; -l does not change it (b2sum -l N -c neither). */
@@ -176,6 +237,15 @@ static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestP
         r = set_hex(e, s + h, len - h, a, out_len);
         if (r < 0)
                 return r;
+        if (le)
+                for (size_t k = 0, n = strlen(e->hex); k < n / 2; k += 2) {
+                        char c0 = e->hex[k], c1 = e->hex[k + 1];
+
+                        e->hex[k] = e->hex[n - 2 - k];
+                        e->hex[k + 1] = e->hex[n - 1 - k];
+                        e->hex[n - 2 - k] = c0;
+                        e->hex[n - 1 - k] = c1;
+                }
         return name_copy(s + i, close - i, escaped, &e->name);
 }
 
@@ -218,8 +288,20 @@ static int parse_untagged(const char *s, size_t len, bool escaped, const Manifes
         if (r < 0)
                 return r;
         i = n + 1;
-        if (i < len && (s[i] == ' ' || s[i] == '*'))
+        /* One blank and a name that starts with neither ' ' nor '*' (or a name of one character):
+         * BSD reversed. As coreutils, the first untagged line decides for the manifest, so that a
+         * name with a leading blank cannot pass for the other form. */
+        int local = -1, *reversed = o->bsd_reversed ? o->bsd_reversed : &local;
+        if (i >= len)
+                return -EINVAL; /* no name at all */
+        if (len - i == 1 || (s[i] != ' ' && s[i] != '*')) {
+                if (*reversed == 0)
+                        return -EINVAL;
+                *reversed = 1;
+        } else if (*reversed != 1) {
+                *reversed = 0;
                 i++;
+        }
         return name_copy(s + i, len - i, escaped, &e->name);
 }
 
@@ -248,6 +330,8 @@ static int parse_line(const char *line, size_t len, const ManifestParseOptions *
                 free(e.name);
                 return r;
         }
+        e.from_stdin = streq(e.name, "stdin") && (e.algo == HASH_XXH32 || e.algo == HASH_XXH64 ||
+                                                  e.algo == HASH_XXH128 || e.algo == HASH_XXH3);
         *ret = e;
         return 1;
 }
@@ -264,8 +348,12 @@ int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manif
                                    ret);
 }
 
-int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret)
+int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *opts, Manifest **ret)
 {
+        /* The form of the manifest's untagged lines, decided by the first (coreutils' bsd_reversed). */
+        int reversed = -1;
+        ManifestParseOptions local = *opts;
+        const ManifestParseOptions *o = &local;
         bool zero = o->zero;
         _cleanup_free_ Manifest *m = NULL;
         size_t entries_alloc = 0, bad_alloc = 0;
@@ -273,6 +361,8 @@ int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions
         char end = zero ? '\0' : '\n';
         int r = 0;
 
+        if (!local.bsd_reversed)
+                local.bsd_reversed = &reversed;
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -347,6 +437,7 @@ struct ManifestReader {
         size_t line_alloc;
         unsigned lineno;
         int end;       /* MANIFEST_READ_END or -errno once reading stopped, else 1 */
+        int reversed;  /* the manifest's form, where the caller keeps none (ManifestParseOptions) */
 };
 
 int manifest_reader_new(const char *path, const ManifestParseOptions *o, ManifestReader **ret)
@@ -370,6 +461,9 @@ int manifest_reader_new(const char *path, const ManifestParseOptions *o, Manifes
         }
         TAKE_FD(fd);
         r->o = *o;
+        r->reversed = -1;
+        if (!r->o.bsd_reversed)
+                r->o.bsd_reversed = &r->reversed;
         r->end = 1;
         *ret = r;
         return 0;

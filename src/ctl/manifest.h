@@ -11,11 +11,19 @@
 /*
  * Accepted lines (leading blanks skipped; a trailing '\r' dropped; blank lines and lines starting with
  * '#' ignored, as coreutils does):
- *   HEX  NAME / HEX *NAME / HEX NAME    sha256sum & co, b3sum, xxhsum -H128 (binary marker '*' dropped)
+ *   HEX  NAME / HEX *NAME               sha256sum & co, b3sum, xxhsum -H128 (binary marker '*' dropped)
+ *   HEX NAME                            BSD reversed (md5 -r, sha256 -r): as coreutils, the first
+ *                                       untagged line decides for the whole manifest, so that in a
+ *                                       reversed one " b" is the name " b", and the two forms never mix
  *   XXH3_HEX  NAME                      xxhsum >= 0.8.2 for -H3
- *   TAG (NAME) = HEX                    cksum --tag / BSD / xxhsum (TAG as hash_algo_tag(), or our
- *                                       lower-case names); the tag sets the algorithm
+ *   TAG (NAME) = DIGEST                 cksum --tag / BSD / xxhsum, TAG(NAME)= DIGEST (OpenSSL): TAG
+ *                                       as hash_algo_tag(), our lower-case names, "SHA2-384" (cksum -c
+ *                                       >= 9.8), or xxhsum's "XXH64_LE" for a little-endian digest;
+ *                                       the tag sets the algorithm; DIGEST hex, or base64 as cksum
+ *                                       --base64 writes it
  *   \...                                either form with an escaped NAME ("\\n", "\\r", "\\\\")
+ * A name "stdin" in a line of an xxHash algorithm is standard input (xxhsum names it so in the lines it
+ * writes, and reads it back so): ManifestEntry.from_stdin.
  *
  * Algorithm of an untagged line, in this order: the one given by the caller (-a), whose digest length
  * the line must then have; the manifest's file name (MD5SUMS, *.md5, SHA256SUMS, *.sha256, *.b3,
@@ -39,6 +47,7 @@ typedef struct ManifestEntry {
         char hex[HASH_HEX_MAX];  /* lower case */
         unsigned line;           /* from 1 */
         bool tagged;             /* the line named its algorithm */
+        bool from_stdin;         /* xxhsum's "stdin": read standard input, not a file of that name */
 } ManifestEntry;
 
 typedef struct Manifest {
@@ -61,6 +70,9 @@ typedef struct ManifestParseOptions {
         HashAlgo hint;    /* the manifest's name says (manifest_algo_from_filename()), or _HASH_ALGO_INVALID */
         uint32_t length;  /* -l: digest bytes for algorithms that take a length; 0: none given */
         bool zero;        /* lines end with NUL */
+        /* The manifest's form so far, as coreutils' bsd_reversed: -1 undecided, 0 "HEX  NAME", 1 BSD
+         * reversed "HEX NAME". NULL: each line on its own. manifest_parse_with() keeps its own. */
+        int *bsd_reversed;
 } ManifestParseOptions;
 
 /* manifest_parse() with every option. */

@@ -17,11 +17,11 @@ void output_set_terminal(bool on)
 
 /* What quotef() escapes is what a terminal may act on: a C0 control or DEL, a C1 control (U+0080..U+009F),
  * a byte that is not part of valid UTF-8 (0x9b alone is CSI to a terminal that reads 8-bit controls). */
-static bool quote_is_escape(const unsigned char *p, size_t *ret_n);
+static bool quote_is_escape(const unsigned char *p, bool utf8, size_t *ret_n);
 
 static bool is_control(const char *p, size_t *ret_n)
 {
-        return quote_is_escape((const unsigned char *)p, ret_n);
+        return quote_is_escape((const unsigned char *)p, true, ret_n);
 }
 
 bool output_name_needs_escape(const char *name)
@@ -119,12 +119,13 @@ int output_write_check_name(FILE *f, const char *name)
         return output_write_name(f, name, escape);
 }
 
-/* True if byte i of name (of length len) must be written as an escape by quotef(). */
-static bool quote_is_escape(const unsigned char *p, size_t *ret_n)
+/* True if byte i of name (of length len) must be written as an escape by quotef(); in a locale that
+ * is not UTF-8 (utf8 false) every byte past ASCII is one. */
+static bool quote_is_escape(const unsigned char *p, bool utf8, size_t *ret_n)
 {
         size_t n;
 
-        if (*p < 0x20 || *p == 0x7f) {
+        if (*p < 0x20 || *p == 0x7f || (!utf8 && *p >= 0x80)) {
                 *ret_n = 1;
                 return true;
         }
@@ -149,7 +150,7 @@ static void quote_put_escape(FILE *f, unsigned char c)
                 fprintf(f, "\\%03o", (unsigned)c);
 }
 
-int output_quote(const char *name, char **ret)
+static int quote_with(const char *name, bool utf8, char **ret)
 {
         size_t len = strlen(name), buf_size = 0;
         bool need = len == 0, has_escape = false, has_squote = false, dq_unsafe = false;
@@ -159,7 +160,7 @@ int output_quote(const char *name, char **ret)
         for (size_t i = 0, n; i < len; i += n) {
                 const unsigned char *p = (const unsigned char *)name + i;
 
-                if (quote_is_escape(p, &n)) {
+                if (quote_is_escape(p, utf8, &n)) {
                         has_escape = true;
                         continue;
                 }
@@ -198,7 +199,7 @@ int output_quote(const char *name, char **ret)
                 for (size_t i = 0, n; i < len; i += n) {
                         const unsigned char *p = (const unsigned char *)name + i;
 
-                        if (quote_is_escape(p, &n)) {
+                        if (quote_is_escape(p, utf8, &n)) {
                                 if (!in_dollar)
                                         fputs("'$'", f);
                                 in_dollar = true;
@@ -223,6 +224,16 @@ int output_quote(const char *name, char **ret)
                 return -ENOMEM;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int output_quote(const char *name, char **ret)
+{
+        return quote_with(name, true, ret);
+}
+
+int output_quote_locale(const char *name, bool utf8, char **ret)
+{
+        return quote_with(name, utf8, ret);
 }
 
 int output_write_json_string(FILE *f, const char *s)

@@ -38,6 +38,19 @@ static const HashAlgoInfo hash_algo_info[_HASH_ALGO_MAX] = {
         [HASH_SHA3_384] = { "sha3-384", "SHA3-384", 48, 0, 0, "SHA3-384" },
         [HASH_SHA3_512] = { "sha3-512", "SHA3-512", 64, 0, 0, "SHA3-512" },
         [HASH_SM3] = { "sm3", "SM3", 32, 0, 0, "SM3" },
+        [HASH_SHA3_224] = { "sha3-224", "SHA3-224", 28, 0, 0, "SHA3-224" },
+};
+
+/* Tags that name an algorithm too but that no tool writes for it: cksum -c (coreutils >= 9.8)
+ * reads "SHA2-384 (f) = ..." as SHA384, for the -a sha2 it has had since then. */
+static const struct {
+        const char *tag;
+        HashAlgo algo;
+} hash_tag_aliases[] = {
+        { "SHA2-224", HASH_SHA224 },
+        { "SHA2-256", HASH_SHA256 },
+        { "SHA2-384", HASH_SHA384 },
+        { "SHA2-512", HASH_SHA512 },
 };
 
 static bool algo_valid(HashAlgo a)
@@ -78,6 +91,9 @@ HashAlgo hash_algo_from_tag(const char *s, size_t n)
         for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)
                 if (memeq_str(s, n, hash_algo_info[a].tag) || memeq_str(s, n, hash_algo_info[a].name))
                         return a;
+        for (size_t i = 0; i < ELEMENTSOF(hash_tag_aliases); i++)
+                if (memeq_str(s, n, hash_tag_aliases[i].tag))
+                        return hash_tag_aliases[i].algo;
         return _HASH_ALGO_INVALID;
 }
 

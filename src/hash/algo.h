@@ -31,6 +31,7 @@ typedef enum HashAlgo {
         HASH_BLAKE2S,
         HASH_XXH32,
         HASH_XXH64,
+        HASH_SHA3_224,
         _HASH_ALGO_MAX,
         _HASH_ALGO_INVALID = -EINVAL,
 } HashAlgo;
@@ -71,8 +72,8 @@ HashAlgo hash_algo_from_string(const char *s);
  *  - xxhsum --tag for xxHash: "XXH32", "XXH64", "XXH3", "XXH128". xxhsum -H3 prints XXH3-64 tagged
  *    even without --tag ("XXH3 (name) = hex"), because it reads 16 untagged hex digits as XXH64:
  *    an untagged XXH3 line is not something xxhsum -c accepts;
- *  - "SHA3-256", "SHA3-384", "SHA3-512": no coreutils in Debian 12 has SHA-3; these are what
- *    rhash --bsd and newer coreutils (cksum -a sha3 -l N --tag) print, and OpenSSL's names;
+ *  - "SHA3-224", "SHA3-256", "SHA3-384", "SHA3-512": no coreutils in Debian 12 has SHA-3; these
+ *    are what rhash --bsd and coreutils >= 9.8 (cksum -a sha3 -l N) print, and OpenSSL's names;
  *  - "BLAKE2s": coreutils has no BLAKE2s; rhash --bsd prints it so, coreutils' casing of BLAKE2b;
  *  - "BLAKE3", "CRC32C": no tool prints a BSD line for them; the algorithm's own spelling.
  * With a non-default length coreutils appends the bits: "BLAKE2b-256" (b2sum -l 256 --tag); see
@@ -82,7 +83,8 @@ const char *hash_algo_tag(HashAlgo a);
  * untagged line of 16 hex digits is XXH64 to every reader), and CRC32C (8 untagged hex digits are
  * XXH32 to xxhsum -c, and to fhashctl check). */
 bool hash_algo_always_tagged(HashAlgo a);
-/* The inverse of hash_algo_tag() over n bytes of s (not NUL-terminated); also takes the names. */
+/* The inverse of hash_algo_tag() over n bytes of s (not NUL-terminated); also takes the names, and
+ * "SHA2-224" ... "SHA2-512", which coreutils >= 9.8 reads (cksum -c) for SHA224 ... SHA512. */
 HashAlgo hash_algo_from_tag(const char *s, size_t n);
 /* Default digest length in bytes (32 for sha256, 8 for xxh3, 4 for crc32c, ...); 0 when invalid. */
 size_t hash_algo_digest_size(HashAlgo a);

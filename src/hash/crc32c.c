@@ -9,6 +9,7 @@
 #include "basic/macro.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define CRC32C_HAVE_HW 1
 #else
@@ -202,10 +203,16 @@ static void crc32c_setup(void)
 {
         crc32c_tables_init();
 #if CRC32C_HAVE_HW
-        __builtin_cpu_init();
+        unsigned eax, ebx, ecx = 0, edx;
+
         /* Both are needed: without PCLMUL the streams could not be merged cheaply, and a single
-         * chain is not worth a second code path. */
-        if (__builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul")) {
+         * chain is not worth a second code path. One CPUID leaf, asked here and only here:
+         * __builtin_cpu_supports() would link libgcc's constructor, which runs a dozen CPUIDs in
+         * every process at start (each a VM exit under a hypervisor: ~5% of a one-file
+         * sha256sum through fhashctl). */
+        if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+                ecx = 0;
+        if ((ecx & bit_SSE4_2) && (ecx & bit_PCLMUL)) {
                 crc32c_shift_long = crc32c_shift_for(CRC32C_LONG);
                 crc32c_shift_short = crc32c_shift_for(CRC32C_SHORT);
                 crc32c_impl = crc32c_hw;

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* hash.c: one streaming context for OpenSSL, libb2, BLAKE3, xxHash and CRC32C */
-#include <openssl/evp.h>
+/* hash.c: one streaming context for OpenSSL or nettle (md.h), libb2, BLAKE3, xxHash and CRC32C */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -9,7 +8,7 @@
 #include <blake2.h>
 #include <blake3.h>
 #include <xxhash.h>
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(FHASH_XXH_NO_DISPATCH)
 /* libxxhash's plain XXH3 entry points are built for the baseline ISA (SSE2 on x86-64): its
  * _dispatch variants pick AVX2 or AVX-512 at run time, as xxhsum does. Measured on the bench VM,
  * 2,000 x 1 MiB hot: XXH3_64bits_update was 36-39% of the engine's CPU, where xxhsum spent ~10% in
@@ -24,19 +23,17 @@
 #endif
 
 #include "hash/hash.h"
+#include "hash/md.h"
 #include "basic/macro.h"
 
-/* Fetched once and shared read-only by every context: an implicit fetch inside each
- * EVP_DigestInit would take the provider store's lock and look the name up again for every file. */
 static pthread_once_t hash_once = PTHREAD_ONCE_INIT;
-static EVP_MD *hash_evp_md[_HASH_ALGO_MAX];
 
 struct HashCtx {
         HashAlgo algo;
         bool active;   /* between init and final */
         bool secret;   /* the state holds a key or key material: wipe it when done */
         size_t size;   /* digest bytes of this run */
-        EVP_MD_CTX *evp;
+        MdCtx *md;     /* MD5, SHA-1, SHA-2, SHA-3, SM3 */
         /* xxHash's states are opaque in its stable API: allocated (XXH3's 64-byte aligned). */
         XXH3_state_t *xxh3;
         XXH32_state_t *xxh32;
@@ -51,19 +48,16 @@ struct HashCtx {
 
 static void hash_global_setup(void)
 {
+        (void)md_global_init();
+#ifndef FHASH_HASH_ONE_THREAD
         (void)hash_crc32c_impl();
-        /* A digest the providers lack (MD5 under a FIPS-only configuration) stays NULL and only
-         * that algorithm fails, in hash_ctx_init(). The fetched digests live as long as the
-         * process: contexts in every thread point at them. */
-        for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++)
-                if (hash_algo_evp_name(a))
-                        hash_evp_md[a] = EVP_MD_fetch(NULL, hash_algo_evp_name(a), NULL);
-
         /* BLAKE3 detects CPU features lazily into an unsynchronised global on first use, and libb2
          * picks each of its functions' implementation on that function's first call, storing a
          * function pointer. Call all of them here, once, before any worker exists, so every later
          * use only reads (otherwise two workers race on the first write, as ThreadSanitizer
-         * reports for BLAKE3). */
+         * reports for BLAKE3). fhashctl's own binary (FHASH_HASH_ONE_THREAD) hashes in one thread:
+         * it skips this and CRC32C's tables, which would fault in the code of every variant and
+         * cost more than the hashing for a run of one small file with one algorithm. */
         static uint8_t prime[4096];
         uint8_t out[BLAKE2B_OUTBYTES];
         blake3_hasher h;
@@ -79,6 +73,7 @@ static void hash_global_setup(void)
         (void)blake2s_init(&s, BLAKE2S_OUTBYTES);
         (void)blake2s_update(&s, prime, sizeof(prime));
         (void)blake2s_final(&s, out, BLAKE2S_OUTBYTES);
+#endif
 }
 
 int hash_global_init(void)
@@ -102,11 +97,15 @@ int hash_ctx_new(HashCtx **ret)
         if (!c)
                 return -ENOMEM;
         c->algo = _HASH_ALGO_INVALID;
-        c->evp = EVP_MD_CTX_new();
+        r = md_new(&c->md);
+        if (r < 0) {
+                hash_ctx_free(c);
+                return r;
+        }
         c->xxh3 = XXH3_createState();
         c->xxh32 = XXH32_createState();
         c->xxh64 = XXH64_createState();
-        if (!c->evp || !c->xxh3 || !c->xxh32 || !c->xxh64) {
+        if (!c->xxh3 || !c->xxh32 || !c->xxh64) {
                 hash_ctx_free(c);
                 return -ENOMEM;
         }
@@ -129,7 +128,7 @@ HashCtx *hash_ctx_free(HashCtx *c)
         if (!c)
                 return NULL;
         ctx_wipe(c);
-        EVP_MD_CTX_free(c->evp);
+        md_free(c->md);
         if (c->xxh3)
                 (void)XXH3_freeState(c->xxh3);
         if (c->xxh32)
@@ -195,13 +194,7 @@ int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p)
                 c->crc = 0;
                 break;
         default:
-                if (!hash_evp_md[a])
-                        return -EOPNOTSUPP;
-                /* Re-initialising the same EVP_MD_CTX with a prefetched digest keeps the context
-                 * and the fetch out of the per-file path. OpenSSL 3.0 itself still frees and
-                 * re-creates the provider's small state here (one malloc per file, not per
-                 * buffer); 3.1 reuses it when the digest is unchanged (openssl#16947). */
-                r = EVP_DigestInit_ex2(c->evp, hash_evp_md[a], NULL) == 1 ? 0 : -EIO;
+                r = md_init(c->md, a);
                 break;
         }
         if (r < 0)
@@ -244,7 +237,7 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
                 c->crc = crc32c_update(c->crc, data, n);
                 return 0;
         default:
-                return EVP_DigestUpdate(c->evp, data, n) == 1 ? 0 : -EIO;
+                return md_update(c->md, data, n);
         }
 }
 
@@ -307,12 +300,9 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
                 /* Big-endian, so the hex spells the value the way CRC check values are quoted. */
                 store_be32(out, c->crc);
                 break;
-        default: {
-                unsigned len = 0;
-                if (EVP_DigestFinal_ex(c->evp, out, &len) != 1 || len != c->size)
-                        r = -EIO;
+        default:
+                r = md_final(c->md, out);
                 break;
-        }
         }
         if (r >= 0) {
                 /* Through a local buffer so a failure leaves the caller's output untouched. */
@@ -322,6 +312,17 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
         }
         explicit_bzero(out, sizeof(out));
         return r;
+}
+
+int hash_ctx_xof(HashCtx *c, uint64_t seek, uint8_t *out, size_t n)
+{
+        if (!c || !c->active || (!out && n > 0))
+                return -EINVAL;
+        if (c->algo != HASH_BLAKE3)
+                return -EOPNOTSUPP;
+        /* Reads the output without changing the hasher, so that pieces can follow one another. */
+        blake3_hasher_finalize_seek(&c->u.blake3, seek, out, n);
+        return 0;
 }
 
 size_t hash_ctx_digest_size(const HashCtx *c)

@@ -36,6 +36,11 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n);
 /* Writes hash_ctx_digest_size() bytes, in the canonical byte order of the reference tool: what
  * sha256sum, b2sum -l, b3sum -l/--keyed/--derive-key, xxhsum -H0..-H3, openssl dgst print. */
 int hash_ctx_final(HashCtx *c, uint8_t *ret_digest);
+/* BLAKE3's extendable output: n bytes from byte offset seek of the output for the data so far, as
+ * b3sum --seek/--length give any length where hash_ctx_final() stops at HASH_DIGEST_MAX bytes. The
+ * context is left as it was, so pieces can follow one another; hash_ctx_final() or the next init
+ * ends it (and wipes a key). -EOPNOTSUPP for the other algorithms, -EINVAL outside init..final. */
+int hash_ctx_xof(HashCtx *c, uint64_t seek, uint8_t *out, size_t n);
 /* The digest length of the current (or last) init in bytes; 0 before the first. */
 size_t hash_ctx_digest_size(const HashCtx *c);
 

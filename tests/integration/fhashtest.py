@@ -33,7 +33,8 @@ ERR_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
 ERR_PREFIX = "org.fhash.Hasher1.Error."
 
 ALGORITHMS = ["sha256", "sha512", "sha1", "md5", "sha3-256", "blake2b", "blake3", "xxh3", "xxh128", "crc32c",
-              "sha224", "sha384", "sha3-384", "sha3-512", "sm3", "blake2s", "xxh32", "xxh64"]
+              "sha224", "sha384", "sha3-384", "sha3-512", "sm3", "blake2s", "xxh32", "xxh64",
+              "sha3-224"]
 
 
 def skip(msg):
@@ -355,6 +356,7 @@ REFERENCE_TOOLS = {
     "sha384": ["sha384sum"],
     "sha3-384": ["openssl", "dgst", "-sha3-384", "-r"],
     "sha3-512": ["openssl", "dgst", "-sha3-512", "-r"],
+    "sha3-224": ["openssl", "dgst", "-sha3-224", "-r"],
     "sm3": ["openssl", "dgst", "-sm3", "-r"],
     "blake2s": ["openssl", "dgst", "-blake2s256", "-r"],
     "xxh32": ["xxhsum", "-H0"],

@@ -62,6 +62,13 @@ grep -qx "ExecStart=/usr/libexec/fhashd --system" /lib/systemd/system/fhashd.ser
 printf 'some data\n' >"$tmp/f"
 [ "$(cd "$tmp" && /usr/bin/fhashctl --local hash f)" = "$(cd "$tmp" && sha256sum f)" ] ||
         fail "the installed fhashctl does not print what sha256sum prints"
+# The tools' links: beside coreutils', not over them; each is its tool.
+for t in sha256sum md5sum b2sum cksum sum b3sum xxhsum; do
+        [ "$(cd "$tmp" && /usr/lib/fhash/bin/$t f)" = "$(cd "$tmp" && /usr/bin/$t f 2>/dev/null)" ] ||
+                fail "/usr/lib/fhash/bin/$t does not print what /usr/bin/$t prints"
+done
+[ "$(readlink -f /usr/bin/sha256sum)" != /usr/bin/fhashctl ] || fail "the package replaced coreutils' sha256sum"
+dpkg-query -W -f='${Built-Using}' fhash | grep -q 'nettle (= ' || fail "fhash does not say it is Built-Using nettle"
 got=$(env -u LD_LIBRARY_PATH -u PYTHONPATH -u FHASH_LIBRARY /usr/bin/python3 -c '
 import sys, fhash
 with fhash.Client(local=True) as c:

@@ -71,6 +71,23 @@ expect_file "$sysconfdir/fhash/fhashd.conf"
 expect_file "$mandir/man8/fhashd.8"
 expect_file "$mandir/man1/fhashctl.1"
 expect_file "$mandir/man3/libfhash.3"
+libdir=$(opt libdir)
+case $libdir in /*) ;; *) libdir=$(opt prefix)/$libdir ;; esac
+expect_file "$libdir/fhash/fhashctl-verbs.so"
+
+# The tools' links: in a directory of their own, each resolving to the installed fhashctl.
+toolsdir=$(opt toolsdir)
+[ -n "$toolsdir" ] || toolsdir=$(opt prefix)/lib/fhash/bin
+bindir=$(opt bindir)
+case $bindir in /*) ;; *) bindir=$(opt prefix)/$bindir ;; esac
+for t in md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum b3sum xxhsum xxh32sum xxh64sum \
+        xxh128sum xxh3sum; do
+        [ -L "$root$toolsdir/$t" ] || fail "$toolsdir/$t is not a link"
+        [ "$(cd "$root$toolsdir" && realpath -m --relative-base="$root" "$t")" = "${bindir#/}/fhashctl" ] ||
+                [ "$(readlink "$root$toolsdir/$t")" = "$bindir/fhashctl" ] ||
+                fail "$toolsdir/$t points at $(readlink "$root$toolsdir/$t"), not $bindir/fhashctl"
+done
+echo "ok: the tools' links in $toolsdir"
 
 # Every placeholder was filled in, and every file points at the installed daemon.
 daemon=$libexecdir/fhashd
