@@ -18,7 +18,9 @@
 #include "fhash/fhash.h"
 
 /*
- * Every run makes an engine (its shards, their rings), hashes one 4 KiB file and frees the engine:
+ * Every run makes an engine (its shards, their rings), hashes one 4 KiB file and frees the engine
+ * (strategy "read": a run of a few small files in the page cache is otherwise hashed in the calling
+ * thread, without an engine, test-local-quick.c):
  * the three hand-offs between the calling thread and the shards (start, the job's end, shutdown)
  * each happen once per run (a local client makes its engine for a run and frees it at the run's end).
  * A wake-up lost at any of them costs the run a shard's longest timed sleep (1 s at shutdown) or the
@@ -65,7 +67,8 @@ static void test_local_no_lost_wakeup(void **state)
                 Result res = {};
                 uint64_t t0 = now_usec(), dt;
 
-                assert_int_equal(fhash_hash_paths(c, paths, 1, NULL, result_fn, &res, NULL), 0);
+                assert_int_equal(fhash_hash_paths(c, paths, 1, &(fhash_hash_options){ .strategy = "read" },
+                                                  result_fn, &res, NULL), 0);
                 dt = now_usec() - t0;
                 assert_int_equal(res.n, 1);
                 assert_int_equal(res.status, FHASH_OK);
