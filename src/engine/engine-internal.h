@@ -169,6 +169,12 @@ struct Shard {
         unsigned express_head, n_express, express_cap;
         _Alignas(CACHELINE) _Atomic unsigned backlog;  /* any thread: items queued to this shard, for
                                                         * the least-loaded choice of pieces */
+        /* CLOCK_MONOTONIC of the last turn that did something, at most a millisecond old while it
+         * works (the shard writes it once a millisecond, not once a turn: a background engine's
+         * shards read it, engine_is_busy()); active_stored is the shard's own copy. */
+        _Alignas(CACHELINE) _Atomic uint64_t active_usec;
+        uint64_t active_stored;
+        bool yielding;                /* background: the engine yielded to is busy (this turn) */
 
         pthread_t thread;
         bool started;

@@ -219,7 +219,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
                         break;
                 }
                 s->started = true;
-                snprintf(name, sizeof(name), "fhash-shard%u", i);
+                snprintf(name, sizeof(name), cfg.background ? "fhash-idle%u" : "fhash-shard%u", i);
                 (void)pthread_setname_np(s->thread, name);
         }
         pthread_mutex_lock(&e->init_lock);
@@ -353,6 +353,23 @@ uint64_t engine_get_files_linked(Engine *e)
 uint64_t engine_get_bytes_hashed(Engine *e)
 {
         return atomic_load_explicit(&e->bytes_hashed, memory_order_relaxed);
+}
+
+bool engine_is_background(Engine *e)
+{
+        return e->config.background;
+}
+
+bool engine_is_busy(Engine *e, uint64_t now, uint64_t window_usec)
+{
+        if (atomic_load_explicit(&e->files_queued, memory_order_relaxed) == 0)
+                return false;
+        for (unsigned i = 0; i < e->n_shards; i++) {
+                uint64_t a = atomic_load_explicit(&e->shards[i].active_usec, memory_order_relaxed);
+                if (a + window_usec > now)
+                        return true;
+        }
+        return false;
 }
 
 unsigned engine_get_files_queued(Engine *e)

@@ -107,6 +107,12 @@ typedef struct EngineConfig {
          * back (see "Fair share and stalls" below). Waiting for a buffer or for the hashing is not a
          * stall. 0 = ENGINE_STALL_TIMEOUT_DEFAULT; UINT64_MAX = never. */
         uint64_t stall_timeout_usec;
+        /* A background engine (see "Priorities" below): its shards are SCHED_IDLE threads reading at
+         * the idle I/O class, every job is cache-neutral (EngineJobOptions.dontcache), and while the
+         * engine yield_to (if not NULL) has work that moves, they open and read nothing. yield_to
+         * must outlive this engine. */
+        bool background;
+        Engine *yield_to;
 } EngineConfig;
 
 #define ENGINE_STALL_TIMEOUT_DEFAULT (UINT64_C(30) * 1000000)
@@ -141,6 +147,10 @@ unsigned engine_get_buffers(Engine *e);
 unsigned engine_get_direct_span(Engine *e);
 EngineOpenMode engine_get_open_mode(Engine *e); /* LINKED or CLASSIC: what path inputs use */   /* pool slots one O_DIRECT read fills (1: no spans) */
 uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
+bool engine_is_background(Engine *e);         /* EngineConfig.background */
+/* Whether a shard of e made progress within window_usec of now (CLOCK_MONOTONIC) while e had files
+ * queued: what a background engine yields to. Any thread. */
+bool engine_is_busy(Engine *e, uint64_t now, uint64_t window_usec);
 uint64_t engine_get_files_linked(Engine *e);  /* files hashed whole by a linked chain, since start */
 unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finished yet */
 
@@ -242,7 +252,34 @@ typedef struct EngineJobOptions {
          * is the set's digests joined (see HashAlgoSet), digest_size their sum. Not with params
          * (-EINVAL). BLAKE3 in a set is hashed on one shard like the others. Copied. */
         const HashAlgoSet *algos;
+        /* Opened before the other jobs of its share group (see "Priorities" below). */
+        bool interactive;
 } EngineJobOptions;
+
+/*
+ * Priorities
+ * ----------
+ * Within a share group, interactive jobs open their inputs before the group's other jobs; they take
+ * nothing from other groups' shares. Background work runs in an engine of its own
+ * (EngineConfig.background), beside the normal one, on shards of its own:
+ *   - CPU: each shard is SCHED_IDLE (io/idle.h), so it runs on a core only when nothing else there
+ *     wants to, and whatever wakes up preempts it at once. The kernel does the yielding, to every
+ *     process on the machine, not just to fhash: a shard that hashes at normal priority and tries
+ *     to step aside itself cannot see a CPU-bound process beside it.
+ *   - Disk: every read carries IOPRIO_CLASS_IDLE in its own request (and the thread has it for what
+ *     it issues itself), so mq-deadline and BFQ dispatch it only when no other request waits.
+ *   - Page cache: its jobs are cache-neutral, so a scan of a large tree evicts nobody's hot files.
+ *   - Inside the daemon, above the fair share: while the engine yield_to has files queued and
+ *     one of its shards made progress within ENGINE_YIELD_WINDOW_USEC, a background shard opens no
+ *     file and issues no read (it looks again every ENGINE_YIELD_POLL_USEC), so a normal or
+ *     interactive job of any user has the disk queue, the buffers' memory bandwidth and the
+ *     cores to itself; what is in flight finishes. A normal job waiting on a silent pipe does not
+ *     make progress, so it holds background work up for at most the window.
+ * Alone, a background engine runs as fast as a normal one: the idle class and SCHED_IDLE cost
+ * nothing when nobody else wants the disk or the core.
+ */
+#define ENGINE_YIELD_WINDOW_USEC (UINT64_C(100) * 1000)
+#define ENGINE_YIELD_POLL_USEC (UINT64_C(5) * 1000)
 
 /*
  * Fair share and stalls

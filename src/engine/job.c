@@ -31,6 +31,9 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
         j->algos = HASH_ALGO_SET_ONE(algo);
         if (options)
                 j->options = *options;
+        /* A background scan leaves the page cache as it found it (engine.h, "Priorities"). */
+        if (e->config.background)
+                j->options.dontcache = true;
         j->options.params = NULL;
         j->options.algos = &j->algos;
         if (options && options->algos && options->algos->n > 1) {

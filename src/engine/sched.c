@@ -146,6 +146,8 @@ static JobShard *group_unlink_head(ShareGroup *g)
         JobShard *js = QUEUE_POP_BY(active_next, g->jobs_head, g->jobs_tail);
 
         g->n_wait_jobs--;
+        if (js->job->options.interactive)
+                g->n_wait_interactive--;
         return js;
 }
 
@@ -153,6 +155,8 @@ static void group_append(ShareGroup *g, JobShard *js)
 {
         QUEUE_APPEND_BY(active_next, g->jobs_head, g->jobs_tail, js);
         g->n_wait_jobs++;
+        if (js->job->options.interactive)
+                g->n_wait_interactive++;
 }
 
 static void group_add_job(Shard *s, ShareGroup *g, JobShard *js)
@@ -216,8 +220,22 @@ static void group_rotate_job(ShareGroup *g)
                 group_append(g, group_unlink_head(g));
 }
 
+/* The first interactive job of g with inputs left, among the first SCHED_SCAN_MAX on its list; one
+ * further on waits for its turn like the others. Done and cancelled ones are left where they are:
+ * group_front() drops them when they come to the head. */
+static EngineJob *group_interactive(ShareGroup *g)
+{
+        unsigned k = 0;
+
+        for (JobShard *js = g->jobs_head; js && k < SCHED_SCAN_MAX; js = js->active_next, k++)
+                if (js->job->options.interactive && !js->cancel_seen && !job_exhausted(js->job))
+                        return js->job;
+        return NULL;
+}
+
 /*
- * The job whose input opens next, or NULL. Groups, then jobs, take turns; a job under its share
+ * The job whose input opens next, or NULL. Groups, then jobs, take turns (a group's interactive jobs
+ * first); a job under its share
  * (max_open split evenly between the groups with inputs to open or files open, a group's part
  * between its jobs the same way) goes first. Up to open_cap any job may open (the slots would idle
  * otherwise); beyond it, up to as many again, only a job under its share, and only while its
@@ -255,14 +273,25 @@ static EngineJob *sched_pick(Shard *s)
                 unsigned borrow_g = MAX(1u, s->max_open / (s->n_active_groups + 1u));
                 if (!room && g->n_borrowed >= borrow_g)
                         continue;
+                /* An interactive job goes before the rest of its group: the group's share is its
+                 * first, and the group's other jobs wait while it has inputs left. */
+                if (g->n_wait_interactive > 0 && (j = group_interactive(g))) {
+                        if (job_shard(s, j)->n_open < share_g)
+                                return j;
+                        continue;
+                }
                 for (unsigned k = 0; k < MIN(g->n_wait_jobs, SCHED_SCAN_MAX) && (j = group_front(s, g)); k++) {
                         if (job_shard(s, j)->n_open < share_j)
                                 return j;
                         group_rotate_job(g);
                 }
         }
-        /* Every job looked at is over its share: the first group's, if there is room. */
-        return room && first ? group_front(s, first) : NULL;
+        /* Every job looked at is over its share: the first group's (its interactive one first), if
+         * there is room. */
+        if (!room || !first)
+                return NULL;
+        EngineJob *j = first->n_wait_interactive > 0 ? group_interactive(first) : NULL;
+        return j ? j : group_front(s, first);
 }
 
 /* Makes sure the slot has n extra hash contexts; false when out of memory. */
@@ -337,6 +366,12 @@ bool open_more(Shard *s)
                         job_exhausted_tell(s);
                         if (g->jobs_head == js)
                                 group_pop_job(s, g);
+                        else {
+                                /* Picked out of turn (an interactive job): this shard's own sweep
+                                 * takes it off the list at its next turn, as the others' do. */
+                                atomic_store(&s->cancel_pending, true);
+                                atomic_store_explicit(&s->control_pending, true, memory_order_release);
+                        }
                 } else if (g->jobs_head == js)
                         group_rotate_job(g);
 

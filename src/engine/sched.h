@@ -25,6 +25,7 @@ typedef struct ShareGroup {
         unsigned n_bufs;               /* pool buffers charged to it */
         unsigned n_small_bufs;         /* small slots charged to it */
         unsigned n_wait_jobs;          /* its jobs with inputs left to open, on the list below */
+        unsigned n_wait_interactive;   /* of those, interactive ones (EngineJobOptions.interactive) */
         JobShard *jobs_head, *jobs_tail;   /* that list, in turn */
         bool waiting;                  /* on the engine's ring of groups with inputs to open */
         struct ShareGroup *wait_next;

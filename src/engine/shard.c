@@ -9,6 +9,7 @@
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
+#include "io/idle.h"
 
 static void handle_completion(Shard *s, const IoCompletion *c)
 {
@@ -76,6 +77,15 @@ static void check_stalls(Shard *s)
                 else if (f->ops > 0 && s->now - f->progress_usec >= s->stall_timeout)
                         file_stall(s, f);
         }
+}
+
+/* A turn did something: published at most once a millisecond, for engine_is_busy(). */
+static void shard_mark_active(Shard *s)
+{
+        if (s->now - s->active_stored < 1000)
+                return;
+        s->active_stored = s->now;
+        atomic_store_explicit(&s->active_usec, s->now, memory_order_relaxed);
 }
 
 static bool drain_returns(Shard *s)
@@ -219,8 +229,14 @@ void *shard_main(void *arg)
                 (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
         }
 
+        /* Before the ring: the io-wq threads it starts inherit the thread's policy and I/O class.
+         * A background engine that cannot be idle fails rather than run at normal priority. */
+        k = s->config.background ? thread_make_idle() : 0;
         /* The ring is created here because only its creating thread may submit (SINGLE_ISSUER). */
-        k = io_setup(s);
+        if (k >= 0)
+                k = io_setup(s);
+        if (k >= 0 && s->config.background)
+                ioring_set_ioprio(s->ring, IO_PRIO_IDLE);
         shard_init_done(s, k);
         if (k < 0)
                 return NULL;
@@ -230,6 +246,8 @@ void *shard_main(void *arg)
                 bool busy = false;
 
                 s->now = now_usec();
+                s->yielding = s->config.yield_to &&
+                              engine_is_busy(s->config.yield_to, s->now, ENGINE_YIELD_WINDOW_USEC);
                 busy |= drain_returns(s);
                 if (atomic_load_explicit(&s->control_pending, memory_order_acquire))
                         handle_control(s);
@@ -239,8 +257,10 @@ void *shard_main(void *arg)
                         check_stalls(s);
                 if (s->deferred)
                         deferred_retry(s);
-                busy |= open_more(s);
-                busy |= issue_reads(s);
+                if (!s->yielding) {
+                        busy |= open_more(s);
+                        busy |= issue_reads(s);
+                }
 
                 k = ioring_submit(s->ring, false);
                 if (k < 0)
@@ -254,8 +274,10 @@ void *shard_main(void *arg)
                  * this core, while it is in its cache; the buffers go back to the pool for the next
                  * turn's reads. */
                 busy |= shard_hash_work(s);
-                if (n > 0 || busy)
+                if (n > 0 || busy) {
+                        shard_mark_active(s);
                         continue;
+                }
 
                 /* Nothing to do: announce that we sleep, look once more, then wait for a completion
                  * or a wake-up (a buffer or work from another shard, a new job, a cancel, the last
@@ -272,7 +294,11 @@ void *shard_main(void *arg)
                 }
                 bool timed = (s->open_head && s->stall_timeout != UINT64_MAX) || s->n_zombies > 0 ||
                              atomic_load(&s->engine->shutdown);
-                (void)ioring_wait(s->ring, timed ? stall_interval(s) : UINT64_MAX);
+                /* Yielding with files or inputs of its own: look again soon, since the engine
+                 * yielded to does not wake this one when it goes quiet. */
+                bool poll_yield = s->yielding && (s->open_head || s->wait_head);
+                uint64_t wait = timed ? stall_interval(s) : UINT64_MAX;
+                (void)ioring_wait(s->ring, poll_yield ? MIN(wait, ENGINE_YIELD_POLL_USEC) : wait);
                 parker_cancel(&s->io_parker);
         }
         return NULL;

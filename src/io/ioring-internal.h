@@ -47,6 +47,7 @@ struct IoRing {
         int wake_fd;              /* eventfd other threads write to wake the owner */
         bool direct;              /* a sparse file table is registered (ioring_enable_direct()) */
         unsigned in_flight;       /* prepared or submitted, not reaped (internal operations excluded) */
+        uint16_t ioprio;          /* every read's I/O priority (ioring_set_ioprio()); 0: the thread's */
 };
 
 /* io_uring in mode URING_REGISTERED or URING (AUTO tries registered first); -errno when the kernel

@@ -57,6 +57,7 @@ static void uring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, in
         else
                 io_uring_prep_read(sqe, fd, buf, (unsigned)len, (uint64_t)off);
         sqe->rw_flags = rw_flags;
+        sqe->ioprio = r->ioprio;
         io_uring_sqe_set_data64(sqe, tag);
 }
 
@@ -152,6 +153,7 @@ static void uring_open_read_close(IoRing *r, const char *path, int flags, unsign
         else
                 io_uring_prep_read(sqe, (int)file_index, buf, (unsigned)len, 0);
         sqe->rw_flags = rw_flags;
+        sqe->ioprio = r->ioprio;
         sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
         io_uring_sqe_set_data64(sqe, tag_read);
 

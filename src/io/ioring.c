@@ -48,6 +48,11 @@ unsigned ioring_in_flight(IoRing *r)
         return r->in_flight;
 }
 
+void ioring_set_ioprio(IoRing *r, uint16_t ioprio)
+{
+        r->ioprio = ioprio;
+}
+
 bool ioring_has_direct(IoRing *r)
 {
         return r->direct;

@@ -48,6 +48,12 @@ int ioring_new(IoMode mode, unsigned entries, const struct iovec *bufs, unsigned
 IoRing *ioring_free(IoRing *r);
 IoMode ioring_get_mode(IoRing *r);
 
+/* The I/O priority (ioprio(2)'s encoding, e.g. io/idle.h's IO_PRIO_IDLE) every read from now on
+ * carries in its own request (io_uring's sqe->ioprio), whatever thread the kernel issues it from;
+ * 0: the submitting thread's. The synchronous backend reads with its thread's, which the caller
+ * sets (thread_make_idle()). */
+void ioring_set_ioprio(IoRing *r, uint16_t ioprio);
+
 /* Preparation never fails for lack of space: a full submission queue is flushed first. */
 void ioring_openat(IoRing *r, const char *path, int flags, uint64_t tag);
 /* off < 0 reads at the file position (streams). buf_index < 0: buffer not registered. */

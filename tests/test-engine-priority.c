@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/* test-engine-priority: background engines (idle threads and I/O class, cache-neutral, yielding to a
+ * busy normal engine) and interactive jobs */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "basic/time-util.h"
+#include "engine/engine.h"
+#include "hash/hash.h"
+#include "io/idle.h"
+#include "test-engine-util.h"
+#include "test-helpers.h"
+
+#define USEC_PER_SEC UINT64_C(1000000)
+
+/* The scheduling policy (field 41 of /proc/self/task/TID/stat) and the I/O priority of every thread
+ * whose name starts with prefix; returns how many there were, each checked against want_policy and
+ * want_ioprio (-1: not checked). */
+static unsigned check_threads(const char *prefix, int want_policy, int want_ioprio)
+{
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *de;
+        unsigned n = 0;
+
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                char path[320], comm[32] = "", stat[1024];
+                FILE *f;
+                if (de->d_name[0] == '.')
+                        continue;
+                (void)snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+                f = fopen(path, "re");
+                if (!f)
+                        continue;
+                if (!fgets(comm, sizeof(comm), f))
+                        comm[0] = '\0';
+                fclose(f);
+                if (strncmp(comm, prefix, strlen(prefix)) != 0)
+                        continue;
+
+                (void)snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
+                f = fopen(path, "re");
+                assert_non_null(f);
+                assert_non_null(fgets(stat, sizeof(stat), f));
+                fclose(f);
+                /* Fields after the name, which is in parentheses and may hold spaces: state is
+                 * field 3, policy field 41. */
+                char *p = strrchr(stat, ')');
+                assert_non_null(p);
+                p += 2;
+                for (int field = 3; field < 41; field++) {
+                        p = strchr(p, ' ');
+                        assert_non_null(p);
+                        p++;
+                }
+                assert_int_equal(atoi(p), want_policy);
+                if (want_ioprio >= 0)
+                        assert_int_equal(syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, atoi(de->d_name)), want_ioprio);
+                n++;
+        }
+        closedir(d);
+        return n;
+}
+
+static Engine *new_background(Engine *yield_to, unsigned workers)
+{
+        Engine *e = NULL;
+
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = workers, .background = true, .yield_to = yield_to }, &e),
+                         0);
+        assert_true(engine_is_background(e));
+        return e;
+}
+
+/* A background engine's shards are SCHED_IDLE at the idle I/O class, a normal engine's are not; both
+ * give the reference digests. */
+static void test_background_threads(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
+        Engine *fg = NULL, *bg;
+        char *paths[3];
+        static const uint64_t sizes[] = { 0, 100000, 3u << 20 };
+
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = 2 }, &fg), 0);
+        assert_false(engine_is_background(fg));
+        bg = new_background(fg, 2);
+        assert_int_equal(check_threads("fhash-idle", SCHED_IDLE, (int)IO_PRIO_IDLE), 2);
+        assert_int_equal(check_threads("fhash-shard", SCHED_OTHER, -1), 2);
+        /* The consumer thread is left as it was. */
+        assert_false(thread_is_idle());
+
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/f%zu", dir, i) > 0);
+                assert_int_equal(th_write_random_file(paths[i], sizes[i], (uint32_t)i + 7), 0);
+        }
+        check_paths_all_algos(bg, paths, ELEMENTSOF(sizes));
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                free(paths[i]);
+        engine_free(bg);
+        engine_free(fg);
+        th_rm_rf(dir);
+}
+
+/* Does the file system under dir take RWF_DONTCACHE (Linux 6.14+, and the file system's support)? */
+static bool dir_has_dontcache(const char *dir)
+{
+        _cleanup_free_ char *p = NULL;
+        char buf[4096];
+        int fd;
+        ssize_t k;
+
+        assert_true(asprintf(&p, "%s/probe", dir) > 0);
+        assert_int_equal(th_write_random_file(p, sizeof(buf), 1), 0);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        k = preadv2(fd, &(struct iovec){ .iov_base = buf, .iov_len = sizeof(buf) }, 1, 0, RWF_DONTCACHE);
+        close(fd);
+        (void)unlink(p);
+        return k >= 0;
+}
+
+/* A background job leaves the page cache as it found it: a cold small file read through the cache
+ * is not left there, where a normal engine leaves it cached. */
+static void test_background_cache_neutral(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
+        _cleanup_free_ char *path = NULL;
+        Engine *fg = NULL, *bg;
+        EngineFileResult r;
+
+        if (!have_cachestat()) {
+                skip();
+                return;
+        }
+        if (!dir_has_dontcache(dir)) {
+                print_message("# the file system of %s refuses RWF_DONTCACHE: nothing to compare\n", dir);
+                th_rm_rf(dir);
+                skip();
+                return;
+        }
+        assert_true(asprintf(&path, "%s/small", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 100000, 3), 0);
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = 1 }, &fg), 0);
+        bg = new_background(NULL, 1);
+
+        file_make_cold(path);
+        r = hash_one(bg, HASH_SHA256, path, -1, NULL);
+        assert_int_equal(r.status, ENGINE_FILE_OK);
+        assert_int_equal(file_cache_state(path).cached, 0);
+
+        /* The same read at normal priority caches it: the comparison above means something. */
+        file_make_cold(path);
+        r = hash_one(fg, HASH_SHA256, path, -1, NULL);
+        assert_int_equal(r.status, ENGINE_FILE_OK);
+        assert_true(file_cache_state(path).cached > 0);
+
+        engine_free(bg);
+        engine_free(fg);
+        th_rm_rf(dir);
+}
+
+/* Dispatches both engines' results for up to usec. */
+static void pump(Engine *a, Engine *b, uint64_t usec)
+{
+        struct pollfd p[2] = { { .fd = engine_get_fd(a), .events = POLLIN }, { .fd = engine_get_fd(b), .events = POLLIN } };
+
+        (void)poll(p, 2, (int)MAX(usec / 1000, (uint64_t)1));
+        assert_true(engine_dispatch(a) >= 0);
+        assert_true(engine_dispatch(b) >= 0);
+}
+
+typedef struct Feeder {
+        int fd;
+        atomic_bool stop;
+} Feeder;
+
+/* Keeps a pipe full until told to stop, then closes it: a normal job that moves all the time. */
+static void *feeder(void *arg)
+{
+        Feeder *f = arg;
+        static char buf[64 << 10];
+
+        memset(buf, 'x', sizeof(buf));
+        while (!atomic_load(&f->stop))
+                if (write(f->fd, buf, sizeof(buf)) < 0)
+                        break;
+        close(f->fd);
+        return NULL;
+}
+
+#define N_BG 32
+
+static EngineJob *start_paths(Engine *e, const EngineJobOptions *o, char **paths, size_t n, Collector *c)
+{
+        EngineJob *j = NULL;
+
+        collector_init(c, n);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, o, &j), 0);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(engine_job_add_path(j, paths[i]), (int)i);
+        assert_int_equal(engine_job_start(j, &test_callbacks, c), 0);
+        return j;
+}
+
+static void make_files(const char *dir, char **paths, size_t n, uint64_t size)
+{
+        for (size_t i = 0; i < n; i++) {
+                assert_true(asprintf(&paths[i], "%s/b%03zu", dir, i) > 0);
+                assert_int_equal(th_write_random_file(paths[i], size, (uint32_t)i), 0);
+        }
+}
+
+/*
+ * While a normal job moves (a pipe kept full), the background engine that yields to it opens
+ * nothing: none of its files finishes in 400 ms, 4 times ENGINE_YIELD_WINDOW_USEC. Once the normal
+ * job is done, every background file is hashed. A normal job that does not move (a pipe nobody
+ * writes to) holds nothing up past the window.
+ */
+static void test_yield(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
+        char *paths[N_BG];
+        Engine *fg = NULL, *bg;
+        Collector cf, cb, cs;
+        EngineJob *jf, *jb, *js;
+        Feeder f = {};
+        pthread_t t;
+        int p[2], silent[2];
+        uint64_t end;
+
+        make_files(dir, paths, N_BG, 64 << 10);
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = 2 }, &fg), 0);
+        bg = new_background(fg, 2);
+
+        /* The normal job: one pipe, kept full by a thread. */
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        f.fd = p[1];
+        collector_init(&cf, 1);
+        assert_int_equal(engine_job_new(fg, HASH_XXH3, &(EngineJobOptions){ .max_file_size = UINT64_MAX }, &jf), 0);
+        assert_int_equal(engine_job_add_fd(jf, p[0]), 0);
+        assert_int_equal(engine_job_start(jf, &test_callbacks, &cf), 0);
+        assert_int_equal(pthread_create(&t, NULL, feeder, &f), 0);
+        /* Until its shard has made progress, the normal engine is not busy yet. */
+        end = now_usec() + 5 * USEC_PER_SEC;
+        while (!engine_is_busy(fg, now_usec(), ENGINE_YIELD_WINDOW_USEC)) {
+                assert_true(now_usec() < end);
+                pump(fg, bg, 1000);
+        }
+
+        jb = start_paths(bg, NULL, paths, N_BG, &cb);
+        end = now_usec() + 4 * ENGINE_YIELD_WINDOW_USEC;
+        while (now_usec() < end)
+                pump(fg, bg, 10000);
+        assert_int_equal(cb.n_seen, 0);
+        assert_false(cf.done);
+
+        atomic_store(&f.stop, true);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        end = now_usec() + 30 * USEC_PER_SEC;
+        while (!cf.done || !cb.done) {
+                assert_true(now_usec() < end);
+                pump(fg, bg, 10000);
+        }
+        assert_int_equal(cf.results[0].status, ENGINE_FILE_OK);
+        assert_int_equal(cb.n_seen, N_BG);
+        for (size_t i = 0; i < N_BG; i++)
+                assert_result_matches(&cb.results[i], HASH_SHA256, paths[i]);
+        engine_job_unref(jf);
+        engine_job_unref(jb);
+        collector_done(&cf);
+        collector_done(&cb);
+
+        /* A normal job on a silent pipe: queued, not moving. */
+        assert_int_equal(pipe2(silent, O_CLOEXEC), 0);
+        collector_init(&cs, 1);
+        assert_int_equal(engine_job_new(fg, HASH_XXH3, &(EngineJobOptions){ .max_file_size = UINT64_MAX }, &js), 0);
+        assert_int_equal(engine_job_add_fd(js, silent[0]), 0);
+        assert_int_equal(engine_job_start(js, &test_callbacks, &cs), 0);
+        jb = start_paths(bg, NULL, paths, N_BG, &cb);
+        end = now_usec() + 30 * USEC_PER_SEC;
+        while (!cb.done) {
+                assert_true(now_usec() < end);
+                pump(fg, bg, 10000);
+        }
+        assert_int_equal(cb.n_seen, N_BG);
+        assert_false(cs.done);
+        close(silent[1]);
+        while (!cs.done) {
+                assert_true(now_usec() < end);
+                pump(fg, bg, 10000);
+        }
+        engine_job_unref(js);
+        engine_job_unref(jb);
+        collector_done(&cs);
+        collector_done(&cb);
+
+        for (size_t i = 0; i < N_BG; i++)
+                free(paths[i]);
+        engine_free(bg);
+        engine_free(fg);
+        th_rm_rf(dir);
+}
+
+/* Results are delivered in the order the shard posted them: what the first job had delivered when
+ * the second's first result and its end came tells how many of its files finished in between. */
+typedef struct Order {
+        Collector c;
+        const size_t *other_seen;   /* the first job's results so far */
+        size_t at_first, at_end;    /* that count at this job's first result, and at its end */
+} Order;
+
+static void order_file(EngineJob *j, const EngineFileResult *r, void *userdata)
+{
+        Order *o = userdata;
+
+        if (o->c.n_seen == 0)
+                o->at_first = *o->other_seen;
+        on_file(j, r, &o->c);
+}
+
+static void order_done(EngineJob *j, EngineJobResult result, void *userdata)
+{
+        Order *o = userdata;
+
+        on_done(j, result, &o->c);
+        o->at_end = *o->other_seen;
+}
+
+static const EngineJobCallbacks order_callbacks = { .file_done = order_file, .job_done = order_done };
+
+#define N_FIRST 2000
+#define N_SECOND 50
+
+/* One shard, one file open at a time, one share group: a job of N_FIRST files, then one of
+ * N_SECOND. Returns how many files of the first finished between the second's first result and its
+ * end: taking turns, about N_SECOND; interactive, at most the one or two the first had open. */
+static size_t first_job_files_beside(bool interactive, char **paths)
+{
+        Engine *e = NULL;
+        Collector c1;
+        Order o2 = {};
+        EngineJob *j1 = NULL, *j2 = NULL;
+        uint64_t end = now_usec() + 120 * USEC_PER_SEC;
+
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = 1, .max_open = 1 }, &e), 0);
+        collector_init(&c1, N_FIRST);
+        collector_init(&o2.c, N_SECOND);
+        o2.other_seen = &c1.n_seen;
+        assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &j1), 0);
+        assert_int_equal(engine_job_new(e, HASH_SHA256, &(EngineJobOptions){ .interactive = interactive }, &j2), 0);
+        for (size_t i = 0; i < N_FIRST; i++)
+                assert_int_equal(engine_job_add_path(j1, paths[i % N_BG]), (int)i);
+        for (size_t i = 0; i < N_SECOND; i++)
+                assert_int_equal(engine_job_add_path(j2, paths[i % N_BG]), (int)i);
+        assert_int_equal(engine_job_start(j1, &test_callbacks, &c1), 0);
+        assert_int_equal(engine_job_start(j2, &order_callbacks, &o2), 0);
+        while (!c1.done || !o2.c.done) {
+                assert_true(now_usec() < end);
+                assert_true(engine_run_once(e, 100000) >= 0);
+        }
+        assert_int_equal(c1.n_seen, N_FIRST);
+        assert_int_equal(o2.c.n_seen, N_SECOND);
+        /* The first must not have been over before the second came, or nothing was compared. */
+        assert_true(o2.at_end < N_FIRST);
+        for (size_t i = 0; i < N_SECOND; i++)
+                assert_result_matches(&o2.c.results[i], HASH_SHA256, paths[i % N_BG]);
+        engine_job_unref(j1);
+        engine_job_unref(j2);
+        collector_done(&c1);
+        collector_done(&o2.c);
+        engine_free(e);
+        return o2.at_end - o2.at_first;
+}
+
+static void test_interactive_first(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
+        char *paths[N_BG];
+        size_t normal, interactive;
+
+        make_files(dir, paths, N_BG, 4096);
+        normal = first_job_files_beside(false, paths);
+        interactive = first_job_files_beside(true, paths);
+        print_message("# files of the first job hashed beside the second: %zu taking turns, %zu interactive\n",
+                      normal, interactive);
+        assert_true(normal >= N_SECOND / 2);
+        assert_true(interactive <= 2);
+        for (size_t i = 0; i < N_BG; i++)
+                free(paths[i]);
+        th_rm_rf(dir);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_background_threads),
+                cmocka_unit_test(test_background_cache_neutral),
+                cmocka_unit_test(test_yield),
+                cmocka_unit_test(test_interactive_first),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
