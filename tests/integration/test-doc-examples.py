@@ -130,6 +130,7 @@ def fhashctl_examples(ctx, text):
     write(os.path.join(d, "data/a"), b"a")
     write(os.path.join(d, "data/sub/b"), b"b")
     write(os.path.join(d, "big.img"), os.urandom(3 << 20))
+    write(os.path.join(d, "data.bin"), os.urandom(4096))
     for cmd, want in transcript(text):
         ft.check(want == "", f"fhashctl(1): an example with output: {cmd}")
         _, out = ctx.sh(cmd, d, daemon=True)
@@ -313,6 +314,8 @@ EXAMPLES = [
                                                             ["debian/control"])),
     ("README.md", "# /etc/fhash/fhashd.conf.d/50-local.conf", readme_dropin),
     ("README.md", "sudo bench/run --all", bench_commands),
+    ("README.md", "$ export PATH=/usr/lib/fhash/bin", covered("README: fhashctl as sha256sum, b3sum, xxhsum",
+                                                             "ctl-personality", ["src/ctl/personality.c"])),
     ("README.md", "basic → hash", diagram),
     ("systemd/fhashctl.1.scd", "$ fhashctl hash README.md", fhashctl_examples),
     ("systemd/fhashd.8.scd", "@sysconfdir@/fhash/fhashd.conf:7", fhashd_config_error),
