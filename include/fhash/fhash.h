@@ -140,6 +140,19 @@ enum {
         FHASH_HASH_UNORDERED = 1u << 2,
 };
 
+/** How a run's files compete with other work (fhash_hash_options.priority). A library from before
+ * priorities refuses a nonzero one (-EINVAL: it was a reserved field), never ignores it. */
+typedef enum fhash_priority {
+        FHASH_PRIORITY_NORMAL = 0,       /**< the default: a fair share beside other users' jobs */
+        /** someone waits for it: its files go before the same user's other jobs' (never ahead of
+         * another user's fair share) */
+        FHASH_PRIORITY_INTERACTIVE = 1,
+        /** only what nobody else wants: idle CPU time (SCHED_IDLE threads), the idle I/O class,
+         * nothing left in the page cache, and inside fhashd it waits while any normal or interactive
+         * job of any user moves; alone, as fast as a normal run */
+        FHASH_PRIORITY_BACKGROUND = 2,
+} fhash_priority;
+
 /** What to compute and how to read; zeroed (or NULL): SHA-256, files read as fhashd sees fit. */
 typedef struct fhash_hash_options {
         const char *algorithm;        /**< NULL: "sha256"; one of fhashctl's names, or up to 4 joined
@@ -154,7 +167,11 @@ typedef struct fhash_hash_options {
         const uint8_t *key;           /**< 32 bytes, or NULL (see length_bits) */
         const char *derive_key;       /**< a context string, or NULL (see length_bits) */
         uint64_t max_size;            /**< a file past this many bytes fails with -EFBIG; 0: no limit */
-        uint64_t reserved[8];         /**< must be zero (-EINVAL otherwise): for later options */
+        /** FHASH_PRIORITY_*; it and reserved32 take the place of what was reserved[0], so the struct
+         * keeps its size and layout */
+        fhash_priority priority;
+        uint32_t reserved32;          /**< must be zero (-EINVAL otherwise) */
+        uint64_t reserved[7];         /**< must be zero (-EINVAL otherwise): for later options */
 } fhash_hash_options;
 
 /** Hashes n files by path (relative paths from the current directory; "-" is standard input),

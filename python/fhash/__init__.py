@@ -25,7 +25,7 @@ import time
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 __all__ = ["Client", "Run", "Result", "Error", "Busy", "AccessDenied", "InvalidArgs", "NotReachable", "algorithms",
-           "version", "OK", "MISMATCH", "CHANGED", "ERROR", "CANCELLED", "SKIPPED"]
+           "version", "OK", "MISMATCH", "CHANGED", "ERROR", "CANCELLED", "SKIPPED", "PRIORITIES"]
 
 _lib = ctypes.CDLL(os.environ.get("FHASH_LIBRARY") or "libfhash.so.0")
 
@@ -53,7 +53,8 @@ class _HashOptions(ctypes.Structure):
     _fields_ = [("algorithm", ctypes.c_char_p), ("expected", ctypes.POINTER(ctypes.c_char_p)),
                 ("flags", ctypes.c_uint), ("strategy", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
                 ("key", ctypes.POINTER(ctypes.c_uint8)), ("derive_key", ctypes.c_char_p),
-                ("max_size", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 8)]
+                ("max_size", ctypes.c_uint64), ("priority", ctypes.c_int), ("reserved32", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint64 * 7)]
 
 
 _ResultFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Result), ctypes.c_void_p)
@@ -140,6 +141,15 @@ _STATUS = {i: _lib.fhash_status_to_string(i).decode() for i in range(6)}
 _BUS = {"system": 0, "user": 1}
 _CLIENT_LOCAL, _CLIENT_NO_FALLBACK, _CLIENT_NO_DIRECT = 1, 2, 4
 _HASH_DONTCACHE, _HASH_UNORDERED = 1, 4
+# fhash_hash_options.priority (fhash_priority): what a job takes from others (README.md, "Priorities").
+PRIORITIES = {"normal": 0, "interactive": 1, "background": 2}
+
+
+def _options(algo: str, expected=None, flags: int = 0, max_size: int = 0, priority: str = "normal") -> _HashOptions:
+    if priority not in PRIORITIES:
+        raise InvalidArgs(_errno.EINVAL, None, f"priority {priority!r} is not one of {', '.join(PRIORITIES)}")
+    return _HashOptions(algo.encode(), ctypes.cast(expected, ctypes.POINTER(ctypes.c_char_p)) if expected else None,
+                        flags, max_size=max_size, priority=PRIORITIES[priority])
 
 
 class Error(Exception):
@@ -268,14 +278,13 @@ class Run:
     """A run started by Client.start(): results accumulate in .results, in order, as process()
     delivers them."""
 
-    def __init__(self, client, paths, algo, expected, dontcache):
+    def __init__(self, client, paths, algo, expected, dontcache, priority="normal"):
         names = [os.fsencode(p) for p in paths]
         if expected is not None and len(expected) != len(names):
             raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(names)} files")
         arr = (ctypes.c_char_p * max(1, len(names)))(*names)
         exp = (ctypes.c_char_p * max(1, len(names)))(*[(e or "").encode() for e in expected]) if expected else None
-        opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
-                            _HASH_DONTCACHE if dontcache else 0)
+        opts = _options(algo, exp, _HASH_DONTCACHE if dontcache else 0, priority=priority)
         self.results: List[Result] = []
         self._cb = _ResultFn(lambda r, _: self.results.append(_result(r.contents)))
         self._handle, err = ctypes.c_void_p(), _Error()
@@ -360,25 +369,28 @@ class Client:
 
     def hash(self, paths_or_files: Iterable, algo: str = "sha256",
              expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
-             max_size: int = 0) -> List[Result]:
+             max_size: int = 0, priority: str = "normal") -> List[Result]:
         """Hashes the files (blocking) and returns a Result per file, in order: paths, or open files
         (ints or objects with fileno(), read from their start and left open) among them. algo may
         join up to four algorithms with ',' (each file is read once); digests are then joined by ','
-        too. results() is the same as a generator."""
+        too. priority: "normal", "interactive" (before your other jobs) or "background" (only what
+        nobody else wants: idle CPU and I/O, and fhashd serves every other job first). results() is
+        the same as a generator."""
         items = list(paths_or_files)
         if any(isinstance(x, int) or hasattr(x, "fileno") for x in items):
             if expected is not None:
                 if len(expected) != len(items):
                     raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {len(items)} files")
                 items = [(x, e) if e else x for x, e in zip(items, expected)]
-            return list(self.results(items, algo, dontcache, max_size=max_size))
+            return list(self.results(items, algo, dontcache, max_size=max_size, priority=priority))
         names = [os.fsencode(p) for p in items]
         arr = (ctypes.c_char_p * max(1, len(names)))(*names)
         return self._run(lambda *a: _lib.fhash_hash_paths(self._check(), arr, len(names), *a), len(names), algo,
-                         expected, dontcache, max_size)
+                         expected, dontcache, max_size, priority)
 
     def hash_files(self, files: Iterable, names: Optional[Sequence[Optional[str]]] = None, algo: str = "sha256",
-                   expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> List[Result]:
+                   expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
+                   priority: str = "normal") -> List[Result]:
         """hash() for open files: ints or objects with fileno(). Each is read from its start (a pipe from
         where it is); the files stay open and a regular file's offset is left as it was."""
         fds = [f if isinstance(f, int) else f.fileno() for f in files]
@@ -388,16 +400,15 @@ class Client:
             labels = (ctypes.c_char_p * max(1, len(fds)))(*[os.fsencode(x) if x is not None else None for x in names])
         return self._run(lambda *a: _lib.fhash_hash_fds(
             self._check(), arr, ctypes.cast(labels, ctypes.POINTER(ctypes.c_char_p)) if labels else None, len(fds),
-            *a), len(fds), algo, expected, dontcache)
+            *a), len(fds), algo, expected, dontcache, priority=priority)
 
-    def _run(self, call, n, algo, expected, dontcache, max_size=0) -> List[Result]:
+    def _run(self, call, n, algo, expected, dontcache, max_size=0, priority="normal") -> List[Result]:
         if expected is not None and len(expected) != n:
             raise InvalidArgs(_errno.EINVAL, None, f"{len(expected)} expected digests for {n} files")
         exp = None
         if expected is not None:
             exp = (ctypes.c_char_p * max(1, n))(*[(e or "").encode() for e in expected])
-        opts = _HashOptions(algo.encode(), ctypes.cast(exp, ctypes.POINTER(ctypes.c_char_p)) if exp else None,
-                            _HASH_DONTCACHE if dontcache else 0, max_size=max_size)
+        opts = _options(algo, exp, _HASH_DONTCACHE if dontcache else 0, max_size, priority)
         results: List[Result] = []
 
         def on_result(r, _):
@@ -410,7 +421,7 @@ class Client:
         return results
 
     def hash_stream(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
-                    on_result=None, unordered: bool = False) -> List[Result]:
+                    on_result=None, unordered: bool = False, priority: str = "normal") -> List[Result]:
         """hash() over an iterable consumed as the run has room (a walk can go on while the first
         files are hashed): items are paths, open files (ints or objects with fileno()), or
         (path_or_file, expected_hex) pairs. on_result, if given, gets each Result as soon as it is in
@@ -418,14 +429,14 @@ class Client:
         unordered: results as files complete (Result.index says which), so that a slow file does
         not hold the others back."""
         results: List[Result] = []
-        for r in self.results(inputs, algo, dontcache, unordered):
+        for r in self.results(inputs, algo, dontcache, unordered, priority=priority):
             results.append(r)
             if on_result:
                 on_result(r)
         return results
 
     def results(self, inputs: Iterable, algo: str = "sha256", dontcache: bool = False,
-                unordered: bool = False, max_size: int = 0) -> Iterator[Result]:
+                unordered: bool = False, max_size: int = 0, priority: str = "normal") -> Iterator[Result]:
         """A generator: hashes paths or open files (or (path_or_file, expected_hex) pairs), pulled
         from the iterable as the run has room, and yields each Result as soon as it is known, in
         order (or as files complete with unordered=True). Nothing is held but what is in flight, so
@@ -435,8 +446,8 @@ class Client:
         cb = _ResultFn(lambda r, _: pending.append(_result(r.contents)))
         stop: List[bool] = []
         src = _source(inputs, stop)
-        opts = _HashOptions(algo.encode(), None, (_HASH_DONTCACHE if dontcache else 0) |
-                            (_HASH_UNORDERED if unordered else 0), max_size=max_size)
+        opts = _options(algo, None, (_HASH_DONTCACHE if dontcache else 0) | (_HASH_UNORDERED if unordered else 0),
+                        max_size, priority)
         handle, err = ctypes.c_void_p(), _Error()
         if _lib.fhash_run_source(self._check(), src, None, ctypes.byref(opts), cb, None, ctypes.byref(handle),
                                  ctypes.byref(err)) < 0:
@@ -465,20 +476,21 @@ class Client:
             run.close()
 
     def start(self, paths: Iterable[PathLike], algo: str = "sha256",
-              expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False) -> "Run":
+              expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
+              priority: str = "normal") -> "Run":
         """Starts hashing without waiting: a Run for the caller's own event loop (poll run.fd for
         run.events until run.timeout, then run.process()). hash_async() is this on asyncio."""
-        return Run(self, paths, algo, expected, dontcache)
+        return Run(self, paths, algo, expected, dontcache, priority)
 
     async def hash_async(self, paths: Iterable[PathLike], algo: str = "sha256",
                          expected: Optional[Sequence[Optional[str]]] = None, dontcache: bool = False,
-                         on_progress=None) -> List[Result]:
+                         on_progress=None, priority: str = "normal") -> List[Result]:
         """hash() on the running asyncio loop: libfhash's run is driven from the loop's own fd
         watching (fhash_run_*), so the loop goes on meanwhile and no thread is used. on_progress, if
         given, is called as on_progress(files_done, files_total, bytes_done, bytes_total) whenever
         the run has moved, and once at the end. Cancelling the task cancels the run (fhashd's jobs
         too) before CancelledError goes on."""
-        run = self.start(paths, algo, expected, dontcache)
+        run = self.start(paths, algo, expected, dontcache, priority)
         loop = asyncio.get_running_loop()
         last = None
         try:

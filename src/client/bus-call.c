@@ -170,6 +170,9 @@ static int append_options(sd_bus_message *m, const BusCalls *cs, const BusCall *
                 if (r >= 0 && o->strategy != ENGINE_READ_AUTO)
                         r = sd_bus_message_append(m, "{sv}", "strategy", "s",
                                                   engine_read_strategy_to_string(o->strategy));
+                /* Only when asked: an fhashd older than priorities refuses the key. */
+                if (r >= 0 && o->priority != JOB_PRIORITY_NORMAL)
+                        r = sd_bus_message_append(m, "{sv}", "priority", "s", job_priority_to_string(o->priority));
                 if (r >= 0 && call->job->kind.out_len)
                         r = sd_bus_message_append(m, "{sv}", "length", "u", call->job->kind.out_len * 8);
                 else if (r >= 0 && o->params)

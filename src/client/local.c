@@ -162,6 +162,7 @@ static int batch_new(Local *l, const Input *in, Batch **ret)
                            &(EngineJobOptions){ .dontcache = l->options->dontcache,
                                                 .max_file_size = l->options->max_size,
                                                 .strategy = l->options->strategy,
+                                                .interactive = l->options->priority == JOB_PRIORITY_INTERACTIVE,
                                                 .params = in->out_len ? &len : l->options->params,
                                                 .algos = l->options->algos.n > 1 ? &l->options->algos : NULL },
                            &b->job);
@@ -231,8 +232,10 @@ static int local_quick(Local *l, size_t i)
         uint64_t got = 0;
         int r;
 
+        /* A background run hashes nothing in the caller's thread: only its idle shards do. */
         if (l->e || l->quick_files >= LOCAL_QUICK_FILES || o->algos.n > 1 || o->dontcache ||
-            o->strategy != ENGINE_READ_AUTO || (in->path && streq(in->path, "-")))
+            o->strategy != ENGINE_READ_AUTO || o->priority == JOB_PRIORITY_BACKGROUND ||
+            (in->path && streq(in->path, "-")))
                 return 0;
         /* O_NONBLOCK: a FIFO does not wait for a writer here, a file with a lease does not wait
          * for it to be broken (both are the engine's, off this thread); reads ignore it. */
@@ -306,7 +309,7 @@ static int local_add(Local *l, size_t i)
                 /* Through a local: the analyzer forgets all of *l when a field's address escapes. */
                 Engine *e = NULL;
 
-                r = engine_new(&(EngineConfig){}, &e);
+                r = engine_new(&(EngineConfig){ .background = l->options->priority == JOB_PRIORITY_BACKGROUND }, &e);
                 if (r < 0)
                         return r;
                 l->e = e;

@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "hash/hash.h"
+#include "protocol/priority.h"
 
 typedef struct RunOptions {
         /* The options' algorithm(s): an input without its own is hashed with algos.algos[0]; with
@@ -16,6 +17,7 @@ typedef struct RunOptions {
         char algos_name[HASH_SET_NAMES_MAX];  /* "sha256,blake3": what results name with n > 1 */
         bool dontcache;                       /* cache-neutral (EngineJobOptions.dontcache) */
         EngineReadStrategy strategy;          /* ENGINE_READ_AUTO unless the caller forces one */
+        JobPriority priority;                 /* fhash_hash_options.priority */
         const HashParams *params;             /* length, key, derive-key; NULL: none */
         uint64_t max_size;                    /* a file past this many bytes fails (-EFBIG); 0: no limit */
         bool unordered;                       /* results as they complete, not in input order */

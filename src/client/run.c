@@ -2,6 +2,7 @@
 /* run.c: a run of libfhash: options and inputs checked, a backend stepped, on the caller's loop or
  * an sd-event loop */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-event.h>
@@ -110,6 +111,15 @@ static int check_read_options(fhash_run *r, const fhash_hash_options *o, fhash_e
         return 0;
 }
 
+/* The public values are the wire's (protocol/priority.h), and the priority took the place of a
+ * reserved field without moving anything. */
+_Static_assert((int)FHASH_PRIORITY_NORMAL == (int)JOB_PRIORITY_NORMAL &&
+                       (int)FHASH_PRIORITY_INTERACTIVE == (int)JOB_PRIORITY_INTERACTIVE &&
+                       (int)FHASH_PRIORITY_BACKGROUND == (int)JOB_PRIORITY_BACKGROUND,
+               "fhash_priority and JobPriority differ");
+_Static_assert(offsetof(fhash_hash_options, reserved) - offsetof(fhash_hash_options, priority) == sizeof(uint64_t),
+               "priority and reserved32 must fill what was reserved[0]");
+
 /* A run with its options checked, not started yet. */
 static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_run **ret, fhash_error *error)
 {
@@ -119,9 +129,12 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_run **ret
         if (!c)
                 return fhash_set_error(error, -EINVAL, NULL, "fhash: invalid arguments");
         for (size_t i = 0; i < ELEMENTSOF(o->reserved); i++)
-                if (o->reserved[i] != 0)
+                if (o->reserved[i] != 0 || o->reserved32 != 0)
                         return fhash_set_error(error, -EINVAL, NULL,
                                                "fhash_hash_options: reserved fields must be zero (a newer header?)");
+        if (!job_priority_to_string((JobPriority)o->priority))
+                return fhash_set_error(error, -EINVAL, NULL, "fhash_hash_options: priority %d is not one of %d..%d",
+                                       (int)o->priority, FHASH_PRIORITY_NORMAL, FHASH_PRIORITY_BACKGROUND);
         r = calloc(1, sizeof(*r));
         if (!r)
                 return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
@@ -135,6 +148,7 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_run **ret
         r->options.watch_progress = o->flags & FHASH_HASH_PROGRESS;
         r->options.unordered = o->flags & FHASH_HASH_UNORDERED;
         r->options.max_size = o->max_size;
+        r->options.priority = (JobPriority)o->priority;
         r->options.busy_notice = c->busy_notice;
         r->options.busy_userdata = c->notice_userdata;
         k = check_read_options(r, o, error);

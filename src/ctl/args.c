@@ -70,7 +70,11 @@ static const char *const verb_help[][2] = {
           "      --no-cache         cache-neutral: add nothing to the page cache, evict nothing\n"
           "                         (O_DIRECT, RWF_DONTCACHE; fhashd's \"dontcache\" option)\n"
           "      --io=HOW           how files are read: auto (default: mapped if cached, O_DIRECT\n"
-          "                         if cold), read, mmap or direct; the digests never change\n" },
+          "                         if cold), read, mmap or direct; the digests never change\n"
+          "      --priority=P       normal (default), interactive (before your other jobs) or\n"
+          "                         background (idle CPU and disk time only, nothing left in the\n"
+          "                         page cache; fhashd serves every other job first)\n"
+          "      --background       the same as --priority=background\n" },
         { "check",
           "Usage: fhashctl check [OPTION]... [SUMFILE]...\n"
           "Verify the checksums listed in SUMFILEs ('-' or none: standard input) written by\n"
@@ -89,7 +93,8 @@ static const char *const verb_help[][2] = {
           "  -w, --warn             warn about improperly formatted lines\n"
           "  -z, --zero             SUMFILE lines end with NUL\n"
           "      --json             one JSON object per file, then a summary object per SUMFILE\n"
-          "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n" },
+          "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n"
+          "      --priority=P, --background                        as for hash\n" },
         { "audit",
           "Usage: fhashctl audit [OPTION]... MANIFEST [DIR]\n"
           "Compare DIR (default '.') with MANIFEST, whose names are relative to DIR (as\n"
@@ -104,7 +109,8 @@ static const char *const verb_help[][2] = {
           "                         then a summary object\n"
           "      --update           write MANIFEST anew from what was found (atomically: a new\n"
           "                         file renamed over it)\n"
-          "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n" },
+          "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n"
+          "      --priority=P, --background                        as for hash\n" },
         { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
         { "watch", "Usage: fhashctl watch [--progress|--no-progress] JOB\n"
                    "Follow a job's progress until it ends (JOB: id or object path): a progress line on\n"
@@ -210,6 +216,8 @@ enum {
         ARG_KEYED,
         ARG_UPDATE,
         ARG_DERIVE_KEY,
+        ARG_PRIORITY,
+        ARG_BACKGROUND,
 };
 
 /* Options that only set one of Args' flags (to true, or to false where the value says so). -t is
@@ -262,6 +270,7 @@ static const struct option options[] = {
         BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
         { "no-direct", no_argument, NULL, ARG_NO_DIRECT }, { "no-cache", no_argument, NULL, ARG_NO_CACHE },
         { "io", required_argument, NULL, ARG_IO },
+        { "priority", required_argument, NULL, ARG_PRIORITY }, { "background", no_argument, NULL, ARG_BACKGROUND },
         { "quiet", no_argument, NULL, ARG_QUIET }, { "status", no_argument, NULL, ARG_STATUS },
         { "strict", no_argument, NULL, ARG_STRICT }, { "warn", no_argument, NULL, 'w' },
         { "ignore-missing", no_argument, NULL, ARG_IGNORE_MISSING },
@@ -338,6 +347,15 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                                 return bad_usage("--io: \"%s\" is not one of auto, read, mmap, direct", optarg);
                         a->io = optarg;
                         break;
+                case ARG_PRIORITY:
+                        a->priority = job_priority_from_string(optarg);
+                        if (a->priority < 0)
+                                return bad_usage("--priority: \"%s\" is not one of normal, interactive, background",
+                                                 optarg);
+                        break;
+                case ARG_BACKGROUND:
+                        a->priority = JOB_PRIORITY_BACKGROUND;
+                        break;
                 case ARG_VERSION:
                         printf("fhashctl %s\n", FHASH_VERSION);
                         return 0;
@@ -380,6 +398,9 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 return bad_usage("--zero and --json exclude each other");
         if (a->update && !streq(a->verb, "audit"))
                 return bad_usage("--update is an option of audit");
+        if (a->priority != JOB_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
+            !streq(a->verb, "audit"))
+                return bad_usage("--priority and --background are options of hash, check and audit");
         if (a->algos.n > 1) {
                 if (!streq(a->verb, "hash"))
                         return bad_usage("%s: -a takes one algorithm (several in one read are for hash)", a->verb);

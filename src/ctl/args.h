@@ -9,6 +9,7 @@
 #include "ctl/progress.h"
 #include "hash/hash.h"
 #include "protocol/bus.h"
+#include "protocol/priority.h"
 
 typedef struct Args {
         const char *verb;
@@ -34,6 +35,7 @@ typedef struct Args {
         bool no_cache;
         bool update;                   /* audit --update */
         const char *io;                /* --io: auto, read, mmap or direct; NULL: auto */
+        JobPriority priority;          /* --priority, --background */
         char **rest;
         size_t n_rest;
 } Args;

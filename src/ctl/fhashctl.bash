@@ -9,9 +9,9 @@ _fhashctl()
     local verbs="hash check audit jobs watch cancel status algorithms"
     local global="--local --daemon --system --user --address --no-direct --help --version"
     local -A opts=(
-        [audit]="-a --algorithm -q --quiet --status --json --update --progress --no-progress --no-cache --io"
-        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag --untagged -b --binary -t --text --no-names --raw -l --length --keyed --derive-key -c --check -z --zero --json --progress --no-progress --no-cache --io"
-        [check]="-a --algorithm -l --length --ignore-missing -q --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io"
+        [audit]="-a --algorithm -q --quiet --status --json --update --progress --no-progress --no-cache --io --priority --background"
+        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag --untagged -b --binary -t --text --no-names --raw -l --length --keyed --derive-key -c --check -z --zero --json --progress --no-progress --no-cache --io --priority --background"
+        [check]="-a --algorithm -l --length --ignore-missing -q --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io --priority --background"
         [watch]="--progress --no-progress"
     )
 
@@ -41,6 +41,9 @@ _fhashctl()
         --io)
             COMPREPLY=($(compgen -W "auto read mmap direct" -- "$cur"))
             return ;;
+        --priority)
+            COMPREPLY=($(compgen -W "normal interactive background" -- "$cur"))
+            return ;;
         --exclude)
             return ;;
         --address)
@@ -53,7 +56,7 @@ _fhashctl()
     local verb="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-            -a | --algorithm | --exclude | --address | --io) ((i++)) ;;
+            -a | --algorithm | --exclude | --address | --io | --priority) ((i++)) ;;
             -*) ;;
             *) verb=${words[i]}; break ;;
         esac

@@ -78,6 +78,7 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
                 .algorithm = hash_algo_set_format(&a->algos, names, sizeof(names)),
                 .flags = (a->no_cache ? FHASH_HASH_DONTCACHE : 0),
                 .strategy = a->io,
+                .priority = (fhash_priority)a->priority,
                 .length_bits = a->has_params ? a->params.out_len * 8 : 0,
                 .key = a->has_params && a->params.keyed ? a->params.key : NULL,
                 .derive_key = a->has_params ? a->params.context : NULL,

@@ -115,6 +115,14 @@ static int property_get_algorithm(sd_bus *bus, const char *path, const char *int
         return sd_bus_message_append(reply, "s", hash_algo_set_format(&j->algos, buf, sizeof(buf)));
 }
 
+static int property_get_priority(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                 sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Job *j = userdata;
+
+        return sd_bus_message_append(reply, "s", job_priority_to_string(j->priority));
+}
+
 static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Job *j = userdata;
@@ -414,6 +422,7 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Algorithm", "s", property_get_algorithm, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Priority", "s", property_get_priority, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         /* Grows while the job is open (AddFds). */
         SD_BUS_PROPERTY("FilesTotal", "u", NULL, offsetof(Job, results.n_inputs), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("FilesDone", "u", NULL, offsetof(Job, results.files_done), SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

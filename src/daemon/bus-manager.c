@@ -36,7 +36,8 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
          * the engine opens it without racing, so the engine refuses FIFOs and devices itself. */
         EngineJobOptions eo = { .max_file_size = effective_max_size(o->max_size, c->max_file_size),
                                 .dontcache = o->dontcache, .strategy = o->strategy, .regular_only = true,
-                                .params = o->has_params ? &o->params : NULL };
+                                .params = o->has_params ? &o->params : NULL,
+                                .interactive = o->priority == JOB_PRIORITY_INTERACTIVE };
         const char *owner;
         char names[HASH_SET_NAMES_MAX];
         uint32_t first;
@@ -49,12 +50,19 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         if (!owner)
                 return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "Cannot tell who the caller is.");
 
+        if (o->priority == JOB_PRIORITY_BACKGROUND) {
+                r = context_background(c);
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, r, "Cannot start the background engine: %m");
+        }
+
         /* The job and its files are charged to uid here; past a limit the call is Busy. */
         r = job_new(c, owner, uid, algos, &eo, o->max_size > 0, o->more, &j);
         if (r > 0)
                 return bus_error_quota(c, uid, USER_RESOURCE_JOBS, r, 1, error);
         if (r < 0)
                 return r;
+        j->priority = o->priority;
         r = job_begin_inputs(j, n, &first);
         if (r > 0)
                 return bus_error_quota(c, uid, j->refused, r, n, error);
@@ -71,8 +79,9 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         if (r < 0)
                 return r;
 
-        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u)%s%s%s%s.", j->entry.id, n,
-                  hash_algo_set_format(algos, names, sizeof(names)), j->owner, (unsigned)uid, o->dontcache ? ", dontcache" : "",
+        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u), %s%s%s%s%s.", j->entry.id, n,
+                  hash_algo_set_format(algos, names, sizeof(names)), j->owner, (unsigned)uid,
+                  job_priority_to_string(o->priority), o->dontcache ? ", dontcache" : "",
                   o->strategy != ENGINE_READ_AUTO ? ", strategy " : "",
                   o->strategy != ENGINE_READ_AUTO ? engine_read_strategy_to_string(o->strategy) : "",
                   o->more ? ", more to come" : "");
@@ -301,8 +310,8 @@ static int property_get_counter(sd_bus *bus, const char *path, const char *inter
         if (streq(property, "ActiveJobs"))
                 return sd_bus_message_append(reply, "u", registry_n_active_jobs(&c->registry));
         if (streq(property, "QueuedFiles"))
-                return sd_bus_message_append(reply, "u", engine_get_files_queued(c->engine));
-        return sd_bus_message_append(reply, "t", engine_get_bytes_hashed(c->engine));
+                return sd_bus_message_append(reply, "u", context_files_queued(c));
+        return sd_bus_message_append(reply, "t", context_bytes_hashed(c));
 }
 
 static const sd_bus_vtable manager_vtable[] = {

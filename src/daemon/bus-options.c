@@ -20,6 +20,7 @@ void hash_options_done(HashOptions *o)
         o->dontcache = false;
         o->more = false;
         o->strategy = ENGINE_READ_AUTO;
+        o->priority = JOB_PRIORITY_NORMAL;
         o->has_params = false;
         hash_params_wipe(&o->params);
         o->context = mfree(o->context);
@@ -34,7 +35,7 @@ static const struct {
         { "max-size", HASH_OPTION_MAX_SIZE, "t" },     { "dontcache", HASH_OPTION_DONTCACHE, "b" },
         { "more", HASH_OPTION_MORE, "b" },            { "strategy", HASH_OPTION_STRATEGY, "s" },
         { "length", HASH_OPTION_LENGTH, "u" },        { "key", HASH_OPTION_KEY, "ay" },
-        { "derive-key", HASH_OPTION_DERIVE_KEY, "s" },
+        { "derive-key", HASH_OPTION_DERIVE_KEY, "s" }, { "priority", HASH_OPTION_PRIORITY, "s" },
 };
 
 /* "names, expected, ..." for the keys in allowed, for error messages. */
@@ -156,7 +157,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
         size_t digest_size;
         uint32_t length_bits = 0;
         int dontcache = 0, more = 0;
-        const char *strategy = NULL;
+        const char *strategy = NULL, *priority = NULL;
         int r;
 
         r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
@@ -215,6 +216,14 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
                                                       bus_echo_len(strategy, 64), strategy);
                                 goto fail;
                         }
+                } else if (bit == HASH_OPTION_PRIORITY) {
+                        r = read_variant(m, key, "s", &priority, error);
+                        if (r >= 0 && job_priority_from_string(priority) < 0) {
+                                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                      "options: \"priority\" must be normal, interactive or background, not \"%.*s\"",
+                                                      bus_echo_len(priority, 64), priority);
+                                goto fail;
+                        }
                 } else if (bit == HASH_OPTION_LENGTH) {
                         r = read_variant(m, key, "u", &length_bits, error);
                         if (r >= 0 && (length_bits == 0 || length_bits % 8 != 0)) {
@@ -257,6 +266,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
         o.dontcache = dontcache;
         o.more = more;
         o.strategy = strategy ? engine_read_strategy_from_string(strategy) : ENGINE_READ_AUTO;
+        o.priority = priority ? job_priority_from_string(priority) : JOB_PRIORITY_NORMAL;
         o.has_params = o.params.out_len != 0 || o.params.keyed || o.params.context;
         if (o.has_params && algos->n > 1) {
                 r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,

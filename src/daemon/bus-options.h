@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "hash/hash.h"
+#include "protocol/priority.h"
 
 typedef struct HashOptions {
         char **names;       /* "names": as, one label per input */
@@ -16,6 +17,7 @@ typedef struct HashOptions {
         bool dontcache;     /* "dontcache": b */
         bool more;          /* "more": b, more inputs follow through the job's AddFds() */
         EngineReadStrategy strategy;  /* "strategy": s, auto|read|mmap|direct (engine.h) */
+        JobPriority priority;         /* "priority": s, normal|interactive|background */
         /* "length": u, digest bits (b2sum -l, cksum -l; b3sum --length N is 8N); "key": ay, BLAKE3's
          * 32-byte key (b3sum --keyed); "derive-key": s, a BLAKE3 context (b3sum --derive-key). Never
          * logged; the key is wiped by hash_options_done(). */
@@ -35,11 +37,13 @@ typedef enum HashOptionKey {
         HASH_OPTION_LENGTH = 1u << 6,
         HASH_OPTION_KEY = 1u << 7,
         HASH_OPTION_DERIVE_KEY = 1u << 8,
+        HASH_OPTION_PRIORITY = 1u << 9,
 } HashOptionKey;
 
 #define HASH_OPTIONS_HASH_PATHS                                                                            \
         (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MAX_SIZE | HASH_OPTION_DONTCACHE |           \
-         HASH_OPTION_STRATEGY | HASH_OPTION_LENGTH | HASH_OPTION_KEY | HASH_OPTION_DERIVE_KEY)
+         HASH_OPTION_STRATEGY | HASH_OPTION_LENGTH | HASH_OPTION_KEY | HASH_OPTION_DERIVE_KEY |                \
+         HASH_OPTION_PRIORITY)
 #define HASH_OPTIONS_HASH_FDS (HASH_OPTIONS_HASH_PATHS | HASH_OPTION_MORE)
 /* The rest are the job's, set once by HashFds. */
 #define HASH_OPTIONS_ADD_FDS (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MORE)

@@ -468,5 +468,6 @@ void config_to_user_limits(const FhashConfig *c, UserLimit ret[_USER_RESOURCE_MA
                                                   .reserve = c->max_memory_per_uid };
         config_fd_limits(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (uint64_t)rl.rlim_cur
                                                                                              : 1024,
-                         c->max_open_files, ret);
+                         /* The background engine, once made, opens as many again. */
+                         2 * c->max_open_files, ret);
 }

@@ -35,6 +35,7 @@ struct Context {
         FdScreen *fd_screen;  /* judges every fd a gate receives */
         Closing *closing;     /* fds only the closer may close */
         Engine *engine;
+        Engine *background;   /* background jobs' (engine.h, "Priorities"); made when the first comes */
         Registry registry;
         FsTable *fs_table;    /* the mount table, for the file system of callers' fds */
         uid_t uid;            /* fhashd's own euid: HashPaths is for it and root */
@@ -48,7 +49,28 @@ struct Context {
         /* Set by the manager; NULL ones are skipped. */
         void (*jobs_changed)(Context *c);     /* a job was added, finished or removed */
         void (*clients_changed)(Context *c);  /* an owner or a direct connection came or went */
+        /* Makes c->background and watches it; NULL: no background engine can be made. */
+        int (*background_start)(Context *c);
 };
+
+/* The engine of background jobs, made (and watched) on first use: 0 or -errno. */
+static inline int context_background(Context *c)
+{
+        if (c->background)
+                return 0;
+        return c->background_start ? c->background_start(c) : -EOPNOTSUPP;
+}
+
+/* What both engines hashed and have queued: the daemon's totals. */
+static inline uint64_t context_bytes_hashed(Context *c)
+{
+        return engine_get_bytes_hashed(c->engine) + (c->background ? engine_get_bytes_hashed(c->background) : 0);
+}
+
+static inline unsigned context_files_queued(Context *c)
+{
+        return engine_get_files_queued(c->engine) + (c->background ? engine_get_files_queued(c->background) : 0);
+}
 
 static inline void context_jobs_changed(Context *c)
 {

@@ -203,8 +203,11 @@ int job_set_expected(Job *j, size_t i, const char *hex)
 static int job_get_new_part(Job *j, JobPart **ret)
 {
         if (!j->new_part) {
-                int r = job_part_new(j->context->engine, j->algo, &j->engine_options,
-                                     (size_t)(j->results.n_inputs - j->n_committed), j, &j->new_part);
+                Engine *e = j->priority == JOB_PRIORITY_BACKGROUND ? j->context->background : j->context->engine;
+                /* create_job() made the background engine before it made a background job. */
+                int r = e ? job_part_new(e, j->algo, &j->engine_options,
+                                         (size_t)(j->results.n_inputs - j->n_committed), j, &j->new_part)
+                          : -EOPNOTSUPP;
                 if (r < 0)
                         return r;
         }

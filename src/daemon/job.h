@@ -16,6 +16,7 @@
 #include "daemon/owner.h"
 #include "engine/engine.h"
 #include "hash/hash.h"
+#include "protocol/priority.h"
 
 typedef struct Job Job;
 
@@ -42,6 +43,7 @@ struct Job {
         HashAlgoSet algos;   /* "sha256,blake3": several in one read; engine_options.algos points here */
         JobState state;
         EngineJobOptions engine_options;  /* every part's; .params points to params below, or is NULL */
+        JobPriority priority;  /* "priority": background parts go to the background engine */
         HashParams params;   /* "length", "key", "derive-key": the key wiped when the job is freed */
         char *params_context;
         bool allow_streams;  /* "max-size" was given: pipes and devices may be read */

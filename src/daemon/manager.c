@@ -36,6 +36,41 @@ static int on_engine_fd(sd_event_source *s, int fd, uint32_t revents, void *user
         return 0;
 }
 
+static int on_background_fd(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        Manager *m = userdata;
+        int r;
+
+        r = engine_dispatch(m->context.background);
+        if (r < 0)
+                log_warning_errno(r, "Background engine dispatch failed: %m");
+        return 0;
+}
+
+/* The first background job makes the background engine: shards of its own, SCHED_IDLE at the idle
+ * I/O class, yielding to the normal engine (engine.h, "Priorities"). It stays until fhashd exits:
+ * its pool is registered once, like the normal engine's. */
+static int manager_background_start(Context *c)
+{
+        Manager *m = container_of(c, Manager, context);
+        EngineConfig cfg = m->engine_config;
+        int r;
+
+        cfg.background = true;
+        cfg.yield_to = c->engine;
+        r = engine_new(&cfg, &c->background);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the background engine: %m");
+        r = sd_event_add_io(c->event, &m->background_source, engine_get_fd(c->background), EPOLLIN, on_background_fd, m);
+        if (r < 0) {
+                c->background = engine_free(c->background);
+                return log_error_errno(r, "Failed to watch the background engine: %m");
+        }
+        (void)sd_event_source_set_priority(m->background_source, SD_EVENT_PRIORITY_NORMAL - 1);
+        log_info("Background engine ready: %u idle workers.", engine_get_workers(c->background));
+        return 0;
+}
+
 static int on_progress_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
@@ -72,7 +107,7 @@ static void format_bytes(uint64_t n, char *buf, size_t size)
 
 static void manager_send_status(Manager *m)
 {
-        uint64_t now = now_usec(), bytes = engine_get_bytes_hashed(m->context.engine);
+        uint64_t now = now_usec(), bytes = context_bytes_hashed(&m->context);
         char rate[32];
 
         if (!m->notify)
@@ -85,7 +120,7 @@ static void manager_send_status(Manager *m)
         m->status_usec = now;
         (void)sd_notifyf(false, "STATUS=%s%" PRIu32 " jobs, %u files queued, %s/s",
                          m->context.shutting_down ? "Shutting down: " : "",
-                         registry_n_active_jobs(&m->context.registry), engine_get_files_queued(m->context.engine), rate);
+                         registry_n_active_jobs(&m->context.registry), context_files_queued(&m->context), rate);
 }
 
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -258,7 +293,6 @@ static void on_clients_changed(Context *c)
 int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address, Manager **ret)
 {
         UserLimit limits[_USER_RESOURCE_MAX];
-        EngineConfig engine_config;
         Manager *m;
         int r;
 
@@ -276,6 +310,7 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
         m->context.max_file_size = config->max_file_size;
         m->context.jobs_changed = on_jobs_changed;
         m->context.clients_changed = on_clients_changed;
+        m->context.background_start = manager_background_start;
         m->idle_exit_usec = (uint64_t)config->idle_exit_sec * USEC_PER_SEC;
         m->bus_kind = bus_kind;
         if (address) {
@@ -302,13 +337,13 @@ int manager_new(const FhashConfig *config, BusKind bus_kind, const char *address
         if (r < 0)
                 goto fail;
 
-        config_to_engine_config(config, &engine_config);
+        config_to_engine_config(config, &m->engine_config);
         r = fs_table_new(&m->context.fs_table);
         if (r < 0) {
                 log_error_errno(r, "Failed to open /proc/self/mountinfo: %m");
                 goto fail;
         }
-        r = engine_new(&engine_config, &m->context.engine);
+        r = engine_new(&m->engine_config, &m->context.engine);
         if (r >= 0) {
                 *ret = m;
                 return 0;
@@ -338,6 +373,7 @@ Manager *manager_free(Manager *m)
                 peer_free(p->peer);
 
         sd_event_source_disable_unref(m->engine_source);
+        sd_event_source_disable_unref(m->background_source);
         sd_event_source_disable_unref(m->progress_timer);
         sd_event_source_disable_unref(m->idle_timer);
         sd_event_source_disable_unref(m->status_timer);
@@ -346,6 +382,8 @@ Manager *manager_free(Manager *m)
         sd_event_source_disable_unref(m->sigterm_source);
         sd_event_source_disable_unref(m->sigint_source);
 
+        /* The background engine first: it reads the normal one's state (EngineConfig.yield_to). */
+        engine_free(c->background);
         engine_free(c->engine);
         fs_table_free(c->fs_table);
         bus_disconnect(c);

@@ -31,6 +31,8 @@ typedef struct Manager {
         uint64_t idle_exit_usec;  /* 0 = never */
 
         sd_event_source *engine_source;
+        sd_event_source *background_source;  /* the background engine's, once it is made */
+        EngineConfig engine_config;           /* what the background engine is made with */
         sd_event_source *progress_timer;
         sd_event_source *idle_timer;
         sd_event_source *status_timer;
