@@ -25,7 +25,7 @@
 #include "basic/time-util.h"
 #include "engine/engine.h"
 #include "hash/hash.h"
-#include "io/idle.h"
+#include "basic/idle.h"
 #include "test-engine-util.h"
 #include "test-helpers.h"
 

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "basic/idle.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "ctl/args.h"
@@ -88,6 +89,10 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
         fhash_error e = {};
         int r;
 
+        /* A background run's own thread (the walk, the opens, the output) takes idle time only, as
+         * its hashing does: best effort, since fhashd does the work that counts. */
+        if (a->priority == JOB_PRIORITY_BACKGROUND)
+                (void)thread_make_idle();
         progress_init(&progress, a->status ? PROGRESS_OFF : a->progress, STDERR_FILENO);
         if (progress.enabled)
                 ho.flags |= FHASH_HASH_PROGRESS;

@@ -262,7 +262,7 @@ typedef struct EngineJobOptions {
  * Within a share group, interactive jobs open their inputs before the group's other jobs; they take
  * nothing from other groups' shares. Background work runs in an engine of its own
  * (EngineConfig.background), beside the normal one, on shards of its own:
- *   - CPU: each shard is SCHED_IDLE (io/idle.h), so it runs on a core only when nothing else there
+ *   - CPU: each shard is SCHED_IDLE (basic/idle.h), so it runs on a core only when nothing else there
  *     wants to, and whatever wakes up preempts it at once. The kernel does the yielding, to every
  *     process on the machine, not just to fhash: a shard that hashes at normal priority and tries
  *     to step aside itself cannot see a CPU-bound process beside it.

@@ -9,7 +9,7 @@
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
 #include "basic/time-util.h"
-#include "io/idle.h"
+#include "basic/idle.h"
 
 static void handle_completion(Shard *s, const IoCompletion *c)
 {

@@ -48,7 +48,7 @@ int ioring_new(IoMode mode, unsigned entries, const struct iovec *bufs, unsigned
 IoRing *ioring_free(IoRing *r);
 IoMode ioring_get_mode(IoRing *r);
 
-/* The I/O priority (ioprio(2)'s encoding, e.g. io/idle.h's IO_PRIO_IDLE) every read from now on
+/* The I/O priority (ioprio(2)'s encoding, e.g. basic/idle.h's IO_PRIO_IDLE) every read from now on
  * carries in its own request (io_uring's sqe->ioprio), whatever thread the kernel issues it from;
  * 0: the submitting thread's. The synchronous backend reads with its thread's, which the caller
  * sets (thread_make_idle()). */

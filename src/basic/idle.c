@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "io/idle.h"
+#include "basic/idle.h"
 
 /* glibc has no wrapper for either call. IOPRIO_WHO_PROCESS with who 0 is the calling thread: the
  * kernel keeps an I/O priority per task, as it keeps the scheduling policy. */
