@@ -48,6 +48,28 @@ def per_process_main(a, build):
     return 1 if any(r.get('verdict') == 'MISS' for r in rows) else 0
 
 
+def background_main(a):
+    """--background: its own regime and table (bench/background.py), saved with --save."""
+    from . import background
+    for exe in (a.fhashd, a.fhashctl):
+        if not os.access(exe, os.X_OK):
+            print(f'bench/run: --background needs {exe} (ninja -C {a.build_root})', file=sys.stderr)
+            return 1
+    print(f'background regime: {machine_brief()}, load {loadavg()}')
+    result = background.Bench(a, print).run()
+    text = background.table(result)
+    print(text)
+    if a.save:
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        os.makedirs(os.path.join(HERE, 'results'), exist_ok=True)
+        base = os.path.join(HERE, 'results', f'{stamp}-background')
+        with open(base + '.txt', 'w') as f:
+            f.write(text + '\n')
+        write_json(base + '.json', {'regime': 'background', 'machine': machine_brief(), **result})
+        print(f'saved {base}.txt and .json')
+    return 1 if background.misses(result) else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description='fhash benchmark harness (see bench/README.md)')
     ap.add_argument('--quick', action='store_true',
@@ -70,6 +92,12 @@ def main():
                     help='one 4 KiB file per process x 1,000: fhashctl as sha256sum, b3sum, xxhsum, ... vs the '
                          'tools (bench/per_process.py)')
     ap.add_argument('--bench-spawn')
+    ap.add_argument('--background', action='store_true',
+                    help='a foreground (fio random reads, openssl speed on every core, another user\'s fhashctl '
+                         'hash) alone and beside a background job, the same job at normal priority and nice/ionice '
+                         'sha256sum, over a cold and a hot set (bench/background.py; root)')
+    ap.add_argument('--background-seconds', type=int, help='--background: seconds per measurement (default 8)')
+    ap.add_argument('--background-rounds', type=int, help='--background: rounds of the whole plan (default 3)')
     ap.add_argument('--engine-only', action='store_true',
                     help='only bench-engine on the hot big file (sha256 and xxh3 unless --algos), best of 5')
     ap.add_argument('--report', nargs='?', const=BASELINE_FULL, metavar='JSON',
@@ -144,6 +172,8 @@ def main():
     a.fhashctl = os.path.abspath(a.fhashctl or os.path.join(build, 'src', 'fhashctl'))
     if a.per_process:
         return per_process_main(a, build)
+    if a.background:
+        return background_main(a)
     if (a.sweep or a.engine_only) and not a.bench_engine:
         print('bench/run: --sweep and --engine-only need bench-engine', file=sys.stderr)
         return 1
