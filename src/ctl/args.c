@@ -12,6 +12,7 @@
 #include "basic/macro.h"
 #include "build-config.h"
 #include "ctl/args.h"
+#include "ctl/baseline.h"
 #include "ctl/exit-status.h"
 #include "ctl/output.h"
 
@@ -108,7 +109,11 @@ static const char *const verb_help[][2] = {
           "      --json             one object per file (name, status, digest, expected, from),\n"
           "                         then a summary object\n"
           "      --update           write MANIFEST anew from what was found (atomically: a new\n"
-          "                         file renamed over it)\n"
+          "                         file renamed over it); a missing or empty MANIFEST is made\n"
+          "                         (a baseline: the attributes it records are compared too)\n"
+          "      --attributes[=LIST]  record and compare mode, uid, gid, ino, mtime, ctime, xattrs\n"
+          "                         (LIST: some of them joined by ','; default all)\n"
+          "      --journal          also send each finding to the journal (MESSAGE_ID per kind)\n"
           "      --progress, --no-progress, --no-cache, --io=HOW   as for hash\n"
           "      --priority=P, --background                        as for hash\n" },
         { "jobs", "Usage: fhashctl jobs\nList your jobs in fhashd: path, state, algorithm, files and bytes.\n" },
@@ -218,6 +223,8 @@ enum {
         ARG_DERIVE_KEY,
         ARG_PRIORITY,
         ARG_BACKGROUND,
+        ARG_ATTRIBUTES,
+        ARG_JOURNAL,
 };
 
 /* Options that only set one of Args' flags (to true, or to false where the value says so). -t is
@@ -232,7 +239,7 @@ static const struct {
         FLAG(ARG_TAG, tag, true), FLAG(ARG_UNTAGGED, tag, false), FLAG('b', binary, true),
         FLAG('t', binary, false), FLAG(ARG_NO_NAMES, no_names, true), FLAG(ARG_RAW, raw, true),
         FLAG('z', zero, true), FLAG(ARG_JSON, json, true), FLAG('c', check, true),
-        FLAG(ARG_KEYED, keyed, true), FLAG(ARG_UPDATE, update, true),
+        FLAG(ARG_KEYED, keyed, true), FLAG(ARG_UPDATE, update, true), FLAG(ARG_JOURNAL, journal, true),
         FLAG('w', warn, true), FLAG('h', help, true),
         FLAG(ARG_LOCAL, local, true), FLAG(ARG_DAEMON, daemon, true), FLAG(ARG_NO_DIRECT, no_direct, true),
         FLAG(ARG_NO_CACHE, no_cache, true),
@@ -265,7 +272,8 @@ static const struct option options[] = {
         { "no-names", no_argument, NULL, ARG_NO_NAMES },
         { "raw", no_argument, NULL, ARG_RAW }, { "zero", no_argument, NULL, 'z' },
         { "json", no_argument, NULL, ARG_JSON }, { "check", no_argument, NULL, 'c' },
-        { "update", no_argument, NULL, ARG_UPDATE },
+        { "update", no_argument, NULL, ARG_UPDATE }, { "journal", no_argument, NULL, ARG_JOURNAL },
+        { "attributes", optional_argument, NULL, ARG_ATTRIBUTES },
         { "local", no_argument, NULL, ARG_LOCAL }, { "daemon", no_argument, NULL, ARG_DAEMON },
         BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
         { "no-direct", no_argument, NULL, ARG_NO_DIRECT }, { "no-cache", no_argument, NULL, ARG_NO_CACHE },
@@ -356,6 +364,16 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 case ARG_BACKGROUND:
                         a->priority = JOB_PRIORITY_BACKGROUND;
                         break;
+                case ARG_ATTRIBUTES: {
+                        const char *bad = NULL;
+
+                        if (!optarg)
+                                a->attributes = BASELINE_ATTRS_ALL;
+                        else if (baseline_attrs_parse_mask(optarg, &a->attributes, &bad) < 0)
+                                return bad_usage("--attributes: \"%s\" is not one of mode, uid, gid, ino, mtime, ctime, "
+                                                 "xattrs, all", bad);
+                        break;
+                }
                 case ARG_VERSION:
                         printf("fhashctl %s\n", FHASH_VERSION);
                         return 0;
@@ -396,8 +414,9 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 return bad_usage("--tag and --json exclude each other");
         if (a->json && a->zero)
                 return bad_usage("--zero and --json exclude each other");
-        if (a->update && !streq(a->verb, "audit"))
-                return bad_usage("--update is an option of audit");
+        if ((a->update || a->journal || a->attributes) && !streq(a->verb, "audit"))
+                return bad_usage("%s is an option of audit",
+                                 a->update ? "--update" : a->journal ? "--journal" : "--attributes");
         if (a->priority != JOB_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
             !streq(a->verb, "audit"))
                 return bad_usage("--priority and --background are options of hash, check and audit");

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "ctl/audit-journal.h"
 #include "ctl/audit.h"
+#include "ctl/baseline.h"
 #include "ctl/exit-status.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
@@ -20,6 +22,7 @@
 typedef struct Listed {
         const char *name;  /* the manifest's, without a leading "./" */
         const char *hex;
+        const BaselineAttrs *attrs;  /* its "#@" line's, or NULL */
         bool seen;         /* found in dir */
         bool moved;        /* a new file with its digest took its place */
 } Listed;
@@ -28,6 +31,7 @@ typedef struct Listed {
 typedef struct Found {
         char *name;
         char hex[HASH_HEX_MAX];
+        BaselineAttrs attrs;  /* as found (mask 0: not collected) */
         bool listed;
 } Found;
 
@@ -39,7 +43,11 @@ typedef struct Audit {
         size_t n_listed;
         Found *found;      /* walk order */
         size_t n_found, alloc_found;
-        size_t ok, changed, missing, added, moved, unreadable;
+        AuditCounts c;
+        BaselineInfo info;  /* the manifest's header and "#@" lines */
+        unsigned collect;   /* attributes to take of each file: the baseline's and --attributes' */
+        bool create;        /* no baseline yet (missing or empty) and --update: this run makes it */
+        const char *manifest, *dir;
         Walk *walk;
         size_t prefix;     /* bytes of "DIR/" before each walked path's name */
         char *manifest_rel;  /* the manifest's own name within dir, or NULL */
@@ -84,9 +92,15 @@ static Listed *find_name(const Audit *au, const char *name)
 }
 
 static void print_line(const Audit *au, const char *name, const char *status, const char *hex, const char *expected,
-                       const char *from, const char *error)
+                       const char *from, const char *error, const char *changes)
 {
         const AuditOptions *o = au->o;
+
+        /* Making the baseline: every file is new, which is not news. */
+        if (au->create)
+                return;
+        if (o->journal && !streq(status, "ok"))
+                audit_journal_file(au->dir, au->manifest, name, status, hex, expected, from, changes);
 
         if (o->json) {
                 fputs("{\"name\":", stdout);
@@ -102,6 +116,16 @@ static void print_line(const Audit *au, const char *name, const char *status, co
                         fputs(",\"error\":", stdout);
                         (void)output_write_json_string(stdout, error);
                 }
+                if (changes) {
+                        /* "content,mode" as ["content","mode"]: names of ours, nothing to escape. */
+                        fputs(",\"changes\":[\"", stdout);
+                        for (const char *c = changes; *c; c++)
+                                if (*c == ',')
+                                        fputs("\",\"", stdout);
+                                else
+                                        putchar(*c);
+                        fputs("\"]", stdout);
+                }
                 fputs("}\n", stdout);
                 return;
         }
@@ -116,6 +140,13 @@ static void print_line(const Audit *au, const char *name, const char *status, co
         if (from) {
                 fputs(" from ", stdout);
                 (void)output_write_name(stdout, from, escape);
+        }
+        /* Content alone says "changed", as before attributes were recorded. */
+        if (changes && !streq(changes, "content")) {
+                fputs(" (", stdout);
+                for (const char *c = changes; *c; c++)
+                        fputs(*c == ',' ? ", " : (char[]){ *c, 0 }, stdout);
+                putchar(')');
         }
         putchar('\n');
 }
@@ -137,14 +168,24 @@ static int audit_next(void *userdata, fhash_input *ret)
                 name = strlen(e.path) > au->prefix ? e.path + au->prefix : e.path;
                 if (au->manifest_rel && streq(name, au->manifest_rel))
                         continue; /* the manifest is not part of what it lists */
+                /* The attributes are taken as the file is handed over, and come back with its result. */
+                BaselineAttrs *a = NULL;
+                if (au->collect && !e.error && !e.note) {
+                        a = malloc(sizeof(*a));
+                        if (!a)
+                                return -ENOMEM;
+                        if (baseline_attrs_get(e.path, au->collect, a) < 0)
+                                a->mask = 0; /* gone or unreadable: its result says so */
+                }
                 *ret = (fhash_input){ .path = e.path, .fd = -1, .name = name, .error = e.error, .skip = e.note,
-                                      .algorithm = hash_algo_to_string(au->algo) };
+                                      .algorithm = hash_algo_to_string(au->algo), .userdata = a };
                 return 1;
         }
 }
 
 static void audit_result(const fhash_result *r, void *userdata)
 {
+        _cleanup_free_ BaselineAttrs *attrs = r->userdata;
         Audit *au = userdata;
         Listed *l;
         Found *f;
@@ -161,13 +202,16 @@ static void audit_result(const fhash_result *r, void *userdata)
                 const char *why = r->message ? r->message : "failed";
                 _cleanup_free_ char *q = NULL;
 
-                au->unreadable++;
+                au->c.unreadable++;
                 if (l)
                         l->seen = true; /* there, but unreadable: not missing */
                 if (output_quote(r->name, &q) >= 0)
                         warn("%s: %s", q, why);
-                if (au->o->json)
-                        print_line(au, r->name, "unreadable", NULL, l ? l->hex : NULL, NULL, why);
+                if (au->o->journal)
+                        audit_journal_file(au->dir, au->manifest, r->name, "unreadable", NULL, l ? l->hex : NULL,
+                                           NULL, NULL);
+                if (au->o->json && !au->create)
+                        print_line(au, r->name, "unreadable", NULL, l ? l->hex : NULL, NULL, why, NULL);
                 return;
         }
         if (au->n_found == au->alloc_found) {
@@ -183,6 +227,8 @@ static void audit_result(const fhash_result *r, void *userdata)
         }
         f = &au->found[au->n_found];
         *f = (Found){ .name = strdup(r->name), .listed = l != NULL };
+        if (attrs)
+                f->attrs = *attrs;
         if (!f->name) {
                 warn("Out of memory.");
                 exit(CTL_EXIT_FAILED);
@@ -192,13 +238,18 @@ static void audit_result(const fhash_result *r, void *userdata)
         if (!l)
                 return; /* new or moved: known once the walk is over */
         l->seen = true;
-        if (streq(l->hex, f->hex)) {
-                au->ok++;
-                print_line(au, r->name, "ok", f->hex, l->hex, NULL, NULL);
-        } else {
-                au->changed++;
-                print_line(au, r->name, "changed", f->hex, l->hex, NULL, NULL);
+        unsigned diff = l->attrs && f->attrs.mask ? baseline_attrs_diff(l->attrs, &f->attrs) : 0;
+        bool content = !streq(l->hex, f->hex);
+        if (!content && diff == 0) {
+                au->c.ok++;
+                print_line(au, r->name, "ok", f->hex, l->hex, NULL, NULL, NULL);
+                return;
         }
+        char changes[128], attrs_list[112];
+        (void)snprintf(changes, sizeof(changes), "%s%s%s", content ? "content" : "", content && diff ? "," : "",
+                       baseline_attrs_format_mask(diff, attrs_list, sizeof(attrs_list)));
+        au->c.changed++;
+        print_line(au, r->name, "changed", f->hex, l->hex, NULL, NULL, changes);
 }
 
 /* After the walk: new files whose digest a missing one had are moved from it. */
@@ -229,11 +280,11 @@ static int audit_finish(Audit *au)
                         p++;
                 if (p && p < gone + n_gone && streq((*p)->hex, f->hex)) {
                         (*p)->moved = true;
-                        au->moved++;
-                        print_line(au, f->name, "moved", f->hex, (*p)->hex, (*p)->name, NULL);
+                        au->c.moved++;
+                        print_line(au, f->name, "moved", f->hex, (*p)->hex, (*p)->name, NULL, NULL);
                 } else {
-                        au->added++;
-                        print_line(au, f->name, "new", f->hex, NULL, NULL, NULL);
+                        au->c.added++;
+                        print_line(au, f->name, "new", f->hex, NULL, NULL, NULL, NULL);
                 }
         }
         for (size_t i = 0; i < au->n_listed; i++) {
@@ -241,52 +292,25 @@ static int audit_finish(Audit *au)
 
                 if (l->seen || l->moved)
                         continue;
-                au->missing++;
-                print_line(au, l->name, "missing", NULL, l->hex, NULL, NULL);
+                au->c.missing++;
+                print_line(au, l->name, "missing", NULL, l->hex, NULL, NULL, NULL);
         }
         return 0;
 }
 
-/* The manifest anew from what was found, in walk order, written beside it and renamed over it. */
+/* The manifest anew from what was found, in walk order (baseline_write(): atomic). A baseline stays one
+ * and gains the attributes --attributes asks for; a plain manifest stays plain unless they are asked. */
 static int audit_update(const Audit *au, const char *manifest, bool dot, bool tagged)
 {
-        _cleanup_free_ char *tmp = NULL;
-        struct stat st;
-        FILE *f;
-        int fd, r = 0;
+        _cleanup_free_ BaselineEntry *e = NULL;
+        unsigned version = au->info.version > 0 || au->create || au->o->attributes ? BASELINE_VERSION : 0;
 
-        if (asprintf(&tmp, "%s.XXXXXX", manifest) < 0)
+        e = calloc(au->n_found + 1, sizeof(*e));
+        if (!e)
                 return -ENOMEM;
-        fd = mkostemp(tmp, O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (stat(manifest, &st) == 0)
-                (void)fchmod(fd, st.st_mode & 07777);
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                (void)close(fd);
-                (void)unlink(tmp);
-                return r;
-        }
-        for (size_t i = 0; r >= 0 && i < au->n_found; i++) {
-                _cleanup_free_ char *name = NULL;
-
-                if (asprintf(&name, "%s%s", dot ? "./" : "", au->found[i].name) < 0)
-                        r = -ENOMEM;
-                else
-                        r = output_write_digest(f, tagged ? OUTPUT_TAGGED : OUTPUT_UNTAGGED, false, au->algo, name,
-                                                au->found[i].hex);
-        }
-        if (r >= 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
-                r = -errno;
-        if (fclose(f) != 0 && r >= 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, manifest) < 0)
-                r = -errno;
-        if (r < 0)
-                (void)unlink(tmp);
-        return r;
+        for (size_t i = 0; i < au->n_found; i++)
+                e[i] = (BaselineEntry){ .name = au->found[i].name, .hex = au->found[i].hex, .attrs = &au->found[i].attrs };
+        return baseline_write(manifest, version, au->algo, version ? au->collect : 0, tagged, dot, e, au->n_found);
 }
 
 /* The manifest's name relative to dir if it lies in dir, so that the walk leaves it out. */
@@ -305,6 +329,70 @@ static char *manifest_within(const char *manifest, const char *dir)
         return strdup(m + n + 1);
 }
 
+/* The manifest read and checked into au; for --update, a missing or empty one is a baseline to make
+ * (au->create). Returns 0, or the exit code after saying why. */
+static int audit_load(Audit *au, const char *manifest, const char *q, Manifest **ret_m, char **ret_buf)
+{
+        const AuditOptions *o = au->o;
+        _cleanup_(manifest_freep) Manifest *m = NULL;
+        _cleanup_free_ char *buf = NULL;
+        const char *why = NULL;
+        unsigned line = 0;
+        size_t size = 0;
+        int r;
+
+        r = manifest_read(manifest, &buf, &size);
+        if (r == -ENOENT && o->update)
+                size = 0; /* no baseline yet: this run makes it */
+        else if (r < 0) {
+                warn("%s: %s", q, strerror(-r));
+                return CTL_EXIT_FAILED;
+        }
+        r = manifest_parse_with(buf ?: "", size,
+                                &(ManifestParseOptions){ .algo = o->algo, .hint = manifest_algo_from_filename(manifest) },
+                                &m);
+        if (r >= 0)
+                r = baseline_scan(buf ?: "", size, &au->info, &line, &why);
+        if (r == -EINVAL) {
+                warn("%s:%u: %s", q, line, why);
+                return CTL_EXIT_FAILED;
+        }
+        if (r < 0) {
+                warn("Out of memory.");
+                return CTL_EXIT_FAILED;
+        }
+        if (m->n_entries == 0 && m->n_bad == 0 && o->update && (au->info.version == 0 || au->info.has_end)) {
+                au->create = true;
+                au->algo = o->algo >= 0 ? o->algo : HASH_SHA256;
+        } else if (m->n_entries == 0) {
+                warn("%s: no properly formatted checksum lines found%s", q,
+                     o->update ? "" : " (--update makes a baseline of an empty or missing one)");
+                return CTL_EXIT_FAILED;
+        }
+        /* A baseline is whole only with its trailer: one cut short by a copy or an editor is refused,
+         * not read as if files had gone missing. */
+        if (au->info.version > 0 && (!au->info.has_end || au->info.end_count != m->n_entries)) {
+                warn("%s: a baseline that is not whole (%zu checksum lines, its \"# end\" line says %s%zu)", q,
+                     m->n_entries, au->info.has_end ? "" : "nothing: ", au->info.end_count);
+                return CTL_EXIT_FAILED;
+        }
+        if (m->n_bad > 0)
+                warn("%s: %zu improperly formatted %s left out", q, m->n_bad, m->n_bad == 1 ? "line" : "lines");
+        if (!au->create)
+                au->algo = m->entries[0].algo;
+        for (size_t i = 1; i < m->n_entries; i++)
+                if (m->entries[i].algo != au->algo) {
+                        warn("%s: line %u is %s, line %u %s: an audit compares digests of one algorithm", q,
+                             m->entries[0].line, hash_algo_to_string(au->algo), m->entries[i].line,
+                             hash_algo_to_string(m->entries[i].algo));
+                        return CTL_EXIT_FAILED;
+                }
+        au->collect = au->info.mask | o->attributes;
+        *ret_m = TAKE_PTR(m);
+        *ret_buf = TAKE_PTR(buf);
+        return 0;
+}
+
 int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
 {
         _cleanup_(manifest_freep) Manifest *m = NULL;
@@ -312,9 +400,8 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
         _cleanup_free_ char *buf = NULL, *q = NULL;
         char *args[] = { (char *)dir };
         const WalkOptions wo = { .recursive = true };
-        Audit au = { .o = o, .algo = _HASH_ALGO_INVALID };
+        Audit au = { .o = o, .algo = _HASH_ALGO_INVALID, .manifest = manifest, .dir = dir };
         struct stat st;
-        size_t size = 0;
         bool dot = false, tagged = false;
         int r, ret = CTL_EXIT_FAILED;
 
@@ -330,44 +417,26 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
                 warn("audit: %s: %s", dir, strerror(ENOTDIR));
                 return CTL_EXIT_FAILED;
         }
-        r = manifest_read(manifest, &buf, &size);
-        if (r < 0) {
-                warn("%s: %s", q, strerror(-r));
-                return CTL_EXIT_FAILED;
+        r = audit_load(&au, manifest, q, &m, &buf);
+        if (r > 0) {
+                baseline_info_done(&au.info);
+                return r;
         }
-        r = manifest_parse_with(buf, size,
-                                &(ManifestParseOptions){ .algo = o->algo, .hint = manifest_algo_from_filename(manifest) },
-                                &m);
-        if (r < 0) {
-                warn("Out of memory.");
-                return CTL_EXIT_FAILED;
+        if (m->n_entries > 0) {
+                dot = strncmp(m->entries[0].name, "./", 2) == 0;
+                tagged = m->entries[0].tagged;
         }
-        if (m->n_entries == 0) {
-                warn("%s: no properly formatted checksum lines found", q);
-                return CTL_EXIT_FAILED;
-        }
-        if (m->n_bad > 0)
-                warn("%s: %zu improperly formatted %s left out", q, m->n_bad, m->n_bad == 1 ? "line" : "lines");
-        au.algo = m->entries[0].algo;
-        for (size_t i = 1; i < m->n_entries; i++)
-                if (m->entries[i].algo != au.algo) {
-                        warn("%s: line %u is %s, line %u %s: an audit compares digests of one algorithm", q,
-                             m->entries[0].line, hash_algo_to_string(au.algo), m->entries[i].line,
-                             hash_algo_to_string(m->entries[i].algo));
-                        return CTL_EXIT_FAILED;
-                }
-        dot = strncmp(m->entries[0].name, "./", 2) == 0;
-        tagged = m->entries[0].tagged;
 
         au.n_listed = m->n_entries;
-        au.listed = calloc(au.n_listed, sizeof(*au.listed));
-        au.by_name = calloc(au.n_listed, sizeof(void *));
+        au.listed = calloc(au.n_listed + 1, sizeof(*au.listed));
+        au.by_name = calloc(au.n_listed + 1, sizeof(void *));
         if (!au.listed || !au.by_name) {
                 warn("Out of memory.");
                 goto finish;
         }
         for (size_t i = 0; i < au.n_listed; i++) {
-                au.listed[i] = (Listed){ .name = strip_dot(m->entries[i].name), .hex = m->entries[i].hex };
+                au.listed[i] = (Listed){ .name = strip_dot(m->entries[i].name), .hex = m->entries[i].hex,
+                                         .attrs = baseline_info_attrs(&au.info, m->entries[i].line) };
                 au.by_name[i] = &au.listed[i];
         }
         qsort(au.by_name, au.n_listed, sizeof(void *), cmp_listed_name);
@@ -398,30 +467,37 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
                 goto finish;
         }
 
+        const AuditCounts *c = &au.c;
         if (o->json) {
                 fputs("{\"summary\":true,\"manifest\":", stdout);
                 (void)output_write_json_string(stdout, manifest);
-                printf(",\"ok\":%zu,\"changed\":%zu,\"missing\":%zu,\"new\":%zu,\"moved\":%zu,\"unreadable\":%zu}\n",
-                       au.ok, au.changed, au.missing, au.added, au.moved, au.unreadable);
-        }
+                printf(",\"created\":%s,\"files\":%zu,\"ok\":%zu,\"changed\":%zu,\"missing\":%zu,\"new\":%zu,"
+                       "\"moved\":%zu,\"unreadable\":%zu}\n",
+                       au.create ? "true" : "false", au.n_found, c->ok, c->changed, c->missing, c->added, c->moved,
+                       c->unreadable);
+        } else if (!o->status && au.create)
+                warn("audit: a new baseline of %zu files%s", au.n_found, c->unreadable ? ", some unreadable" : "");
         else if (!o->status)
-                warn("audit: %zu ok, %zu changed, %zu missing, %zu new, %zu moved%s", au.ok, au.changed, au.missing,
-                     au.added, au.moved, au.unreadable ? ", some unreadable" : "");
-        ret = au.changed + au.missing + au.added + au.moved + au.unreadable > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+                warn("audit: %zu ok, %zu changed, %zu missing, %zu new, %zu moved%s", c->ok, c->changed, c->missing,
+                     c->added, c->moved, c->unreadable ? ", some unreadable" : "");
+        ret = (au.create ? 0 : c->changed + c->missing + c->added + c->moved) + c->unreadable > 0 ? CTL_EXIT_FAILED
+                                                                                                  : CTL_EXIT_OK;
 
         if (o->update) {
-                if (au.unreadable > 0) {
-                        warn("%s: not updated: %zu %s could not be read", q, au.unreadable,
-                             au.unreadable == 1 ? "file" : "files");
+                if (c->unreadable > 0) {
+                        warn("%s: not %s: %zu %s could not be read", q, au.create ? "made" : "updated", c->unreadable,
+                             c->unreadable == 1 ? "file" : "files");
                         ret = CTL_EXIT_FAILED;
                 } else {
                         r = audit_update(&au, manifest, dot, tagged);
                         if (r < 0) {
-                                warn("%s: cannot update: %s", q, strerror(-r));
+                                warn("%s: cannot %s: %s", q, au.create ? "make it" : "update", strerror(-r));
                                 ret = CTL_EXIT_FAILED;
                         }
                 }
         }
+        if (o->journal)
+                audit_journal_summary(dir, manifest, c, au.create && ret == CTL_EXIT_OK, au.n_found);
         if (fflush(stdout) != 0 || ferror(stdout)) {
                 warn("write error: %m");
                 ret = CTL_EXIT_FAILED;
@@ -433,5 +509,6 @@ finish:
         free(au.listed);
         free(au.by_name);
         free(au.manifest_rel);
+        baseline_info_done(&au.info);
         return ret;
 }

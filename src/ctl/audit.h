@@ -17,7 +17,10 @@ typedef struct AuditOptions {
         bool json;           /* one object per file, then a summary object */
         bool quiet;          /* no "NAME: ok" lines */
         bool status;         /* no lines at all: the exit code says it */
-        bool update;         /* write the manifest anew from what was found (rename over) */
+        bool update;         /* write the manifest anew from what was found (rename over); make it if it
+                              * is missing or empty */
+        unsigned attributes; /* --attributes: record these (baseline.h, 1u << BaselineAttr) too */
+        bool journal;        /* --journal: findings to the journal, structured (audit-journal.h) */
         AuditRunFn run;
         void *run_ctx;
 } AuditOptions;
@@ -28,7 +31,10 @@ typedef struct AuditOptions {
  * lies in dir). Each file found is "ok" or "changed" if the manifest lists it, else "new"; a new file
  * whose digest is that of a listed file not found is "moved" from it instead, and the listed files
  * left are "missing". Lines: files in walk order as they are hashed (ok, changed), then new and moved
- * ones in walk order, then missing ones in manifest order; a summary on stderr. Returns the exit
- * code: 0 when every file is ok, 1 when anything is not (or could not be read), 2 for usage errors.
+ * ones in walk order, then missing ones in manifest order; a summary on stderr. A baseline
+ * (baseline.h) also has the attributes it recorded compared: a file whose attributes differ is
+ * "changed" too, with what changed. With update, a missing or empty manifest is made (the first run
+ * of a scheduled audit): no lines, a summary. Returns the exit code: 0 when every file is ok (or the
+ * baseline was made), 1 when anything is not (or could not be read), 2 for usage errors.
  */
 int audit_run(const char *manifest, const char *dir, const AuditOptions *o);

@@ -153,6 +153,8 @@ static int verb_audit(Args *a)
                 .quiet = a->quiet,
                 .status = a->status,
                 .update = a->update,
+                .attributes = a->attributes,
+                .journal = a->journal,
                 .run = audit_run_inputs,
                 .run_ctx = a,
         };
