@@ -111,6 +111,8 @@ static const char *const verb_help[][2] = {
           "      --update           write MANIFEST anew from what was found (atomically: a new\n"
           "                         file renamed over it); a missing or empty MANIFEST is made\n"
           "                         (a baseline: the attributes it records are compared too)\n"
+          "      --create           make a missing or empty MANIFEST (as --update), only read one\n"
+          "                         that exists: the first run of a scheduled audit\n"
           "      --attributes[=LIST]  record and compare mode, uid, gid, ino, mtime, ctime, xattrs\n"
           "                         (LIST: some of them joined by ','; default all)\n"
           "      --journal          also send each finding to the journal (MESSAGE_ID per kind)\n"
@@ -225,6 +227,7 @@ enum {
         ARG_BACKGROUND,
         ARG_ATTRIBUTES,
         ARG_JOURNAL,
+        ARG_CREATE,
 };
 
 /* Options that only set one of Args' flags (to true, or to false where the value says so). -t is
@@ -240,6 +243,7 @@ static const struct {
         FLAG('t', binary, false), FLAG(ARG_NO_NAMES, no_names, true), FLAG(ARG_RAW, raw, true),
         FLAG('z', zero, true), FLAG(ARG_JSON, json, true), FLAG('c', check, true),
         FLAG(ARG_KEYED, keyed, true), FLAG(ARG_UPDATE, update, true), FLAG(ARG_JOURNAL, journal, true),
+        FLAG(ARG_CREATE, create, true),
         FLAG('w', warn, true), FLAG('h', help, true),
         FLAG(ARG_LOCAL, local, true), FLAG(ARG_DAEMON, daemon, true), FLAG(ARG_NO_DIRECT, no_direct, true),
         FLAG(ARG_NO_CACHE, no_cache, true),
@@ -273,6 +277,7 @@ static const struct option options[] = {
         { "raw", no_argument, NULL, ARG_RAW }, { "zero", no_argument, NULL, 'z' },
         { "json", no_argument, NULL, ARG_JSON }, { "check", no_argument, NULL, 'c' },
         { "update", no_argument, NULL, ARG_UPDATE }, { "journal", no_argument, NULL, ARG_JOURNAL },
+        { "create", no_argument, NULL, ARG_CREATE },
         { "attributes", optional_argument, NULL, ARG_ATTRIBUTES },
         { "local", no_argument, NULL, ARG_LOCAL }, { "daemon", no_argument, NULL, ARG_DAEMON },
         BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
@@ -414,9 +419,11 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 return bad_usage("--tag and --json exclude each other");
         if (a->json && a->zero)
                 return bad_usage("--zero and --json exclude each other");
-        if ((a->update || a->journal || a->attributes) && !streq(a->verb, "audit"))
-                return bad_usage("%s is an option of audit",
-                                 a->update ? "--update" : a->journal ? "--journal" : "--attributes");
+        if ((a->update || a->create || a->journal || a->attributes) && !streq(a->verb, "audit"))
+                return bad_usage("%s is an option of audit", a->update   ? "--update"
+                                                             : a->create  ? "--create"
+                                                             : a->journal ? "--journal"
+                                                                          : "--attributes");
         if (a->priority != JOB_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
             !streq(a->verb, "audit"))
                 return bad_usage("--priority and --background are options of hash, check and audit");

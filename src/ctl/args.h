@@ -34,6 +34,7 @@ typedef struct Args {
         bool help;                     /* -h, --help: help for the verb, or the global help */
         bool no_cache;
         bool update;                   /* audit --update */
+        bool create;                   /* audit --create */
         bool journal;                  /* audit --journal */
         unsigned attributes;           /* audit --attributes[=LIST] (ctl/baseline.h) */
         const char *io;                /* --io: auto, read, mmap or direct; NULL: auto */

@@ -9,7 +9,7 @@
  * file, FHASH_AUDIT_FILE (its name, relative to the root), FHASH_AUDIT_STATUS, and where known
  * FHASH_AUDIT_DIGEST, FHASH_AUDIT_EXPECTED, FHASH_AUDIT_FROM (moved: the old name), FHASH_AUDIT_CHANGES
  * ("content,mode,..."). Select them with journalctl MESSAGE_ID=... or FHASH_AUDIT_STATUS=changed.
- * The identifiers are listed in fhash-audit@.service(8); they never change.
+ * The identifiers are listed in fhash-audit(8); they never change.
  */
 #define AUDIT_MESSAGE_CHANGED "5a37ba86375a4ce080e569933b50a50b"
 #define AUDIT_MESSAGE_MISSING "810cf2ea01a54219964d9cfbfe5c705e"

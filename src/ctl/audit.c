@@ -342,7 +342,7 @@ static int audit_load(Audit *au, const char *manifest, const char *q, Manifest *
         int r;
 
         r = manifest_read(manifest, &buf, &size);
-        if (r == -ENOENT && o->update)
+        if (r == -ENOENT && (o->update || o->create))
                 size = 0; /* no baseline yet: this run makes it */
         else if (r < 0) {
                 warn("%s: %s", q, strerror(-r));
@@ -361,12 +361,13 @@ static int audit_load(Audit *au, const char *manifest, const char *q, Manifest *
                 warn("Out of memory.");
                 return CTL_EXIT_FAILED;
         }
-        if (m->n_entries == 0 && m->n_bad == 0 && o->update && (au->info.version == 0 || au->info.has_end)) {
+        if (m->n_entries == 0 && m->n_bad == 0 && (o->update || o->create) &&
+            (au->info.version == 0 || au->info.has_end)) {
                 au->create = true;
                 au->algo = o->algo >= 0 ? o->algo : HASH_SHA256;
         } else if (m->n_entries == 0) {
                 warn("%s: no properly formatted checksum lines found%s", q,
-                     o->update ? "" : " (--update makes a baseline of an empty or missing one)");
+                     o->update || o->create ? "" : " (--update or --create makes a baseline of an empty or missing one)");
                 return CTL_EXIT_FAILED;
         }
         /* A baseline is whole only with its trailer: one cut short by a copy or an editor is refused,
@@ -483,7 +484,7 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
         ret = (au.create ? 0 : c->changed + c->missing + c->added + c->moved) + c->unreadable > 0 ? CTL_EXIT_FAILED
                                                                                                   : CTL_EXIT_OK;
 
-        if (o->update) {
+        if (o->update || au.create) {
                 if (c->unreadable > 0) {
                         warn("%s: not %s: %zu %s could not be read", q, au.create ? "made" : "updated", c->unreadable,
                              c->unreadable == 1 ? "file" : "files");

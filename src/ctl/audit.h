@@ -19,6 +19,7 @@ typedef struct AuditOptions {
         bool status;         /* no lines at all: the exit code says it */
         bool update;         /* write the manifest anew from what was found (rename over); make it if it
                               * is missing or empty */
+        bool create;         /* make a missing or empty manifest, as update does; leave one that exists */
         unsigned attributes; /* --attributes: record these (baseline.h, 1u << BaselineAttr) too */
         bool journal;        /* --journal: findings to the journal, structured (audit-journal.h) */
         AuditRunFn run;

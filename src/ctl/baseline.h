@@ -12,7 +12,7 @@
 #include "hash/algo.h"
 
 /*
- * Format, version 1 (fhash-audit@.service(8), "BASELINE FORMAT"). Every line that is not a
+ * Format, version 1 (fhash-audit(8), "BASELINE FORMAT"). Every line that is not a
  * checksum line starts with '#', which sha256sum -c (and fhashctl check) skip, so the file is also a
  * plain manifest of the tree (cd ROOT && sha256sum -c BASELINE):
  *

@@ -153,6 +153,7 @@ static int verb_audit(Args *a)
                 .quiet = a->quiet,
                 .status = a->status,
                 .update = a->update,
+                .create = a->create,
                 .attributes = a->attributes,
                 .journal = a->journal,
                 .run = audit_run_inputs,
@@ -163,8 +164,8 @@ static int verb_audit(Args *a)
                 return ctl_usage_error("audit: MANIFEST [DIR] expected");
         if (a->tag || a->recursive || a->zero || a->strict || a->ignore_missing)
                 return ctl_usage_error("audit: --tag, -r, -z, --strict and --ignore-missing are not audit options");
-        if (streq(a->rest[0], "-") && a->update)
-                return ctl_usage_error("audit: --update needs a MANIFEST file, not standard input");
+        if (streq(a->rest[0], "-") && (a->update || a->create))
+                return ctl_usage_error("audit: --update and --create need a MANIFEST file, not standard input");
         return audit_run(a->rest[0], a->n_rest > 1 ? a->rest[1] : ".", &o);
 }
 

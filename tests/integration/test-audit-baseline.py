@@ -104,10 +104,20 @@ def test_mode(mode, tmp):
     empty = os.path.join(tmp, "empty")
     open(empty, "w").close()
     r = ctl(mode, "audit", empty, t)
-    ft.check(r.returncode == 1 and "--update makes a baseline" in r.stderr, f"{what}: empty without --update: {r.stderr!r}")
+    ft.check(r.returncode == 1 and "--update or --create makes a baseline" in r.stderr,
+             f"{what}: empty without --update: {r.stderr!r}")
+    # --create makes a missing one, and leaves one that exists as it is (the scheduled audit's way).
+    made = os.path.join(tmp, "made.sums")
+    r = ctl(mode, "audit", "--create", made, t)
+    ft.check(r.returncode == 0 and "a new baseline of 9 files" in r.stderr and open(made).read().endswith("# end 9\n"),
+             f"{what}: --create of a missing baseline: {r.stderr!r}")
 
     with_xattrs = xattrs_work(t)
     modify(t)
+    before_create = open(made, "rb").read()
+    r = ctl(mode, "audit", "--create", made, t)
+    ft.check(r.returncode == 1 and open(made, "rb").read() == before_create and "gone: missing" in r.stdout,
+             f"{what}: --create of an existing baseline changed it or found nothing: {r.stdout!r}")
     r = ctl(mode, "audit", base, t)
     want = ["a: changed", "b: ok", "mode: changed (mode, ctime)", "owner: changed (uid, gid, ctime)",
             "sub/c: ok", "touched: changed (mtime, ctime)", "xattr: changed (ctime, xattrs)",
@@ -164,6 +174,43 @@ def test_mode(mode, tmp):
         r = ctl(mode, "audit", p, t)
         ft.check(r.returncode == 1 and r.stdout == "" and "bad.sums" in r.stderr, f"{what}: {why}: {r.stderr!r}")
     ft.log(f"ok: {what}: baseline made, changes found, atomic update, damaged baselines refused")
+
+
+def test_unit_command(bus, tmp):
+    """The scheduled audit's own command line, as fhash-audit@.service (the build's) runs it for a tree:
+    the first run makes the baseline in the state directory and exits 0; after a changed, a missing,
+    a new and a moved file, the next run finds each of them, exits 1 (the unit fails), and leaves the
+    baseline as it was."""
+    import shlex
+    unit = open(os.path.join(os.environ["FHASH_BUILD_ROOT"], "systemd", "fhash-audit@.service")).read()
+    line = [x for x in unit.splitlines() if x.startswith("ExecStart=")][0][len("ExecStart="):]
+    env = [x for x in unit.splitlines() if x.startswith("Environment=FHASH_AUDIT_OPTIONS=")][0].split("=", 2)[2]
+    t = os.path.join(tmp, "unit-tree")
+    state = os.path.join(tmp, "unit-state")
+    os.makedirs(os.path.join(state, "fhash", "audit"))
+    make_tree(t)
+    instance = subprocess.run(["systemd-escape", "--path", t], capture_output=True, text=True, check=True).stdout.strip()
+    argv = []
+    for w in shlex.split(line):
+        if w == "$FHASH_AUDIT_OPTIONS":
+            argv += env.split()
+            continue
+        argv.append(w.replace("%S", state).replace("%i", instance).replace("%f", t))
+    ft.check(argv[0].endswith("/fhashctl") and "--background" in argv and "--create" in argv,
+             f"the unit's command: {argv}")
+    # Its journal entries would land in the host's journal: --journal is tested in a namespace below.
+    argv = [ft.fhashctl_path(), "--address", bus.address, "--daemon"] + [w for w in argv[1:] if w != "--journal"]
+    base = os.path.join(state, "fhash", "audit", f"{instance}.sums")
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    ft.check(r.returncode == 0 and os.path.exists(base) and r.stdout == "", f"unit, first run: {r.returncode} {r.stderr!r}")
+    before = open(base, "rb").read()
+    modify(t)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    got = r.stdout.splitlines()
+    for want in ("a: changed (content, mtime, ctime)", "gone: missing", "new: new", "moved-here: moved from sub/moved"):
+        ft.check(want in got, f"unit, second run: {want!r} not in {got}")
+    ft.check(r.returncode == 1 and open(base, "rb").read() == before, f"unit, second run: {r.returncode}, baseline changed")
+    ft.log(f"ok: the unit's command ({' '.join(argv[4:])}) made the baseline, then found {len(got)} changes")
 
 
 def read_journal(sock):
@@ -226,6 +273,8 @@ def journal_inner(tmp):
     summary = [e for e in entries if e.get("MESSAGE_ID") == MESSAGE_IDS["summary"]]
     ft.check(len(summary) == 1 and summary[0]["FHASH_AUDIT_MISSING"] == "1" and summary[0]["FHASH_AUDIT_MOVED"] == "1",
              f"journal: summary {summary}")
+    man = open(os.path.join(SRC, "systemd", "fhash-audit.8.scd")).read()
+    ft.check(all(v in man for v in MESSAGE_IDS.values()), "fhash-audit(8) does not list every MESSAGE_ID")
     ft.log(f"ok: --journal: {len(entries)} entries, one MESSAGE_ID per kind, fields as documented")
 
 
@@ -244,6 +293,7 @@ def main():
         with ft.Bus() as bus:
             with ft.Daemon(bus, "--workers", "2"):
                 test_mode(["--address", bus.address, "--daemon", "--background"], os.path.join(tmp, "daemon"))
+                test_unit_command(bus, tmp)
         if subprocess.run(["unshare", "--mount", "--propagation", "private", "true"]).returncode != 0:
             ft.log("SKIP: --journal: unshare --mount is not permitted here")
             sys.exit(77)

@@ -75,6 +75,15 @@ with fhash.Client(local=True) as c:
     r = c.hash([sys.argv[1]])[0]
 print(r.digest)' "$tmp/f") || fail "the installed Python module does not work"
 [ "$got" = "$(sha256sum <"$tmp/f" | cut -d' ' -f1)" ] || fail "python3-fhash gave $got"
+# The scheduled audits and apt's hook, shipped off: the hook does nothing until VERIFY=yes.
+for f in /lib/systemd/system/fhash-audit@.service /lib/systemd/system/fhash-audit@.timer /etc/fhash/audit.conf \
+        /etc/fhash/apt-verify.conf /etc/apt/apt.conf.d/90fhash-verify /usr/libexec/fhash-apt-verify \
+        /usr/share/man/man8/fhash-audit.8.gz; do
+        [ -e "$f" ] || fail "$f is not installed"
+done
+grep -qx "VERIFY=no" /etc/fhash/apt-verify.conf || fail "the apt hook is not shipped disabled"
+apt-config dump DPkg::Post-Invoke | grep -q '/usr/libexec/fhash-apt-verify || true' || fail "apt does not see the hook"
+FHASH_APT_STAMP=$tmp/stamp /usr/libexec/fhash-apt-verify && [ ! -e "$tmp/stamp" ] || fail "the disabled hook did something"
 pkgconf=$(pkg-config --cflags --libs fhash) || fail "pkg-config fhash"
 echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf) and python3-fhash work"
 

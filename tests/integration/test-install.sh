@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test-install.sh: "meson install --destdir" puts the units, bus files, config and man pages where
 # pkg-config (or the meson option overriding it) says; the installed units pass
-# "systemd-analyze verify" without a word, and the system unit's security exposure is <= 2.0.
+# "systemd-analyze verify" without a word, and the system units' security exposure is <= 2.0 (fhashd's,
+# and an instance of the scheduled audit's with its timer).
 set -euo pipefail
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -157,4 +158,37 @@ score=$(printf '%s\n' "$score_line" | grep -oE '[0-9]+\.[0-9]+' | head -n1)
         printf '%s\n' "$out" | grep '✗' || true
         fail "security exposure $score is above 2.0"
 }
-echo "PASS: installed files in place, units verify silently, exposure $score <= 2.0"
+# The scheduled audits (fhash-audit(8)): the template, an instance of it (/usr) and its timer verify
+# silently and the instance's exposure is <= 2.0; the man page, the options file and apt's hook are
+# installed, with every placeholder filled in.
+expect_file "$unitdir/fhash-audit@.service"
+expect_file "$unitdir/fhash-audit@.timer"
+expect_file "$mandir/man8/fhash-audit.8"
+expect_file "$sysconfdir/fhash/audit.conf"
+expect_file "$sysconfdir/fhash/apt-verify.conf"
+expect_file "$sysconfdir/apt/apt.conf.d/90fhash-verify"
+expect_file "$libexecdir/fhash-apt-verify"
+[ -x "$root$libexecdir/fhash-apt-verify" ] || fail "$libexecdir/fhash-apt-verify is not executable"
+if grep -l '@[a-z_]*@' "$root$unitdir/fhash-audit@.service" "$root$mandir/man8/fhash-audit.8" \
+        "$root$sysconfdir/apt/apt.conf.d/90fhash-verify" "$root$libexecdir/fhash-apt-verify"; then
+        fail "unsubstituted @placeholder@ in the files above"
+fi
+check_line "$root$unitdir/fhash-audit@.service" \
+        "ExecStart=$bindir/fhashctl audit --background --create --journal --quiet --no-progress \$FHASH_AUDIT_OPTIONS %S/fhash/audit/%i.sums %f"
+check_line "$root$sysconfdir/fhash/apt-verify.conf" "VERIFY=no"
+sysd=$vroot/etc/systemd/system
+cp "$root$unitdir/fhash-audit@.service" "$root$unitdir/fhash-audit@.timer" "$sysd/"
+ln -sf fhash-audit@.service "$sysd/fhash-audit@usr.service"
+ln -sf fhash-audit@.timer "$sysd/fhash-audit@usr.timer"
+run_silent systemd-analyze verify --man=no --root="$vroot" "$sysd/fhash-audit@usr.service" "$sysd/fhash-audit@usr.timer"
+out=$(systemd-analyze security --offline=yes --root="$vroot" "$sysd/fhash-audit@usr.service" 2>&1) || {
+        printf '%s\n' "$out"; fail "systemd-analyze security of fhash-audit@usr.service failed"; }
+audit_score=$(printf '%s\n' "$out" | grep 'Overall exposure level' | grep -oE '[0-9]+\.[0-9]+' | head -n1)
+[ -n "$audit_score" ] || { printf '%s\n' "$out"; fail "no score for fhash-audit@usr.service"; }
+/usr/bin/python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 2.0 else 1)' "$audit_score" || {
+        printf '%s\n' "$out" | grep '✗' || true
+        fail "fhash-audit@usr.service: security exposure $audit_score is above 2.0"
+}
+echo "ok: fhash-audit@usr.service and its timer verify silently, exposure $audit_score"
+
+echo "PASS: installed files in place, units verify silently, exposure $score (fhashd) and $audit_score (audit) <= 2.0"
