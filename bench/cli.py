@@ -70,6 +70,28 @@ def background_main(a):
     return 1 if background.misses(result) else 0
 
 
+def audit_main(a):
+    """--audit: fhashctl audit against aide (bench/audit.py), saved with --save."""
+    from . import audit
+    for exe in (a.fhashd, a.fhashctl):
+        if not os.access(exe, os.X_OK):
+            print(f'bench/run: --audit needs {exe} (ninja -C {a.build_root})', file=sys.stderr)
+            return 1
+    print(f'audit regime: {machine_brief()}, load {loadavg()}')
+    result = audit.run(a)
+    text = audit.table(result)
+    print(text)
+    if a.save:
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        os.makedirs(os.path.join(HERE, 'results'), exist_ok=True)
+        base = os.path.join(HERE, 'results', f'{stamp}-audit')
+        with open(base + '.txt', 'w') as f:
+            f.write(text + '\n')
+        write_json(base + '.json', {'regime': 'audit', 'machine': machine_brief(), **result})
+        print(f'saved {base}.txt and .json')
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description='fhash benchmark harness (see bench/README.md)')
     ap.add_argument('--quick', action='store_true',
@@ -97,6 +119,10 @@ def main():
                          'hash) alone and beside a background job, the same job at normal priority and nice/ionice '
                          'sha256sum, over a cold and a hot set (bench/background.py; root)')
     ap.add_argument('--background-seconds', type=int, help='--background: seconds per measurement (default 8)')
+    ap.add_argument('--audit', action='store_true',
+                    help='fhashctl audit vs aide: what each detects of one change of each kind, and the time to make '
+                         'a baseline and to check a tree against it, hot and cold (bench/audit.py; root, aide)')
+    ap.add_argument('--audit-tree', default='/usr', help='--audit: the tree timed (default %(default)s)')
     ap.add_argument('--background-rounds', type=int, help='--background: rounds of the whole plan (default 3)')
     ap.add_argument('--engine-only', action='store_true',
                     help='only bench-engine on the hot big file (sha256 and xxh3 unless --algos), best of 5')
@@ -174,6 +200,8 @@ def main():
         return per_process_main(a, build)
     if a.background:
         return background_main(a)
+    if a.audit:
+        return audit_main(a)
     if (a.sweep or a.engine_only) and not a.bench_engine:
         print('bench/run: --sweep and --engine-only need bench-engine', file=sys.stderr)
         return 1
