@@ -9,6 +9,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -319,6 +324,86 @@ static void test_yield(void **state)
         th_rm_rf(dir);
 }
 
+/* A child that reads 4 KiB blocks of path with O_DIRECT, one at a time, until killed: another
+ * process using the disk, as fio's random reads do. */
+static pid_t foreign_reader(const char *path)
+{
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                void *buf = NULL;
+                int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+
+                if (fd < 0 || posix_memalign(&buf, 4096, 4096) != 0)
+                        _exit(1);
+                for (uint64_t i = 0;; i++)
+                        if (pread(fd, buf, 4096, (off_t)((i * 7919) % 4096) * 4096) < 0)
+                                _exit(1);
+        }
+        return pid;
+}
+
+/* 256 MiB: longer than a few of diskwatch's samples, whatever the disk. */
+#define N_DISK 256
+
+/*
+ * diskwatch.h: while another process reads the disk a background engine reads (its file system is on
+ * a block device), the engine holds its reads back; when it stops, the job finishes. Skipped where
+ * the test directory is not on a block device (tmpfs) or O_DIRECT is refused.
+ */
+static void test_disk_yield(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *big = NULL;
+        char *paths[N_DISK];
+        struct stat st;
+        Engine *bg;
+        Collector c;
+        EngineJob *j;
+        uint64_t end;
+        pid_t child;
+        int status;
+
+        assert_int_equal(stat(dir, &st), 0);
+        if (major(st.st_dev) == 0 || !dir_has_direct(dir)) {
+                print_message("# %s is not on a block device that takes O_DIRECT: no disk to share\n", dir);
+                th_rm_rf(dir);
+                skip();
+                return;
+        }
+        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
+        make_files(dir, paths, N_DISK, 1u << 20);
+        for (size_t i = 0; i < N_DISK; i++)
+                file_make_cold(paths[i]);
+        bg = new_background(NULL, 2);
+
+        child = foreign_reader(big);
+        /* The child's reads are under way before the job starts. */
+        (void)usleep(100000);
+        j = start_paths(bg, NULL, paths, N_DISK, &c);
+        end = now_usec() + 30 * USEC_PER_SEC;
+        while (engine_get_disk_holds(bg) < 3 && now_usec() < end)
+                assert_true(engine_run_once(bg, 10000) >= 0);
+        size_t during = c.n_seen;
+        kill(child, SIGKILL);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFSIGNALED(status));
+        print_message("# %" PRIu64 " holds, %zu of %d files done while another process read the disk\n",
+                      engine_get_disk_holds(bg), during, N_DISK);
+        assert_true(engine_get_disk_holds(bg) >= 3);
+        assert_true(during < N_DISK);
+        wait_job(bg, &c, 60 * USEC_PER_SEC);
+        for (size_t i = 0; i < N_DISK; i++)
+                assert_result_matches(&c.results[i], HASH_SHA256, paths[i]);
+        engine_job_unref(j);
+        collector_done(&c);
+        for (size_t i = 0; i < N_DISK; i++)
+                free(paths[i]);
+        engine_free(bg);
+        th_rm_rf(dir);
+}
+
 /* Results are delivered in the order the shard posted them: what the first job had delivered when
  * the second's first result and its end came tells how many of its files finished in between. */
 typedef struct Order {
@@ -414,6 +499,7 @@ int main(void)
                 cmocka_unit_test(test_background_threads),
                 cmocka_unit_test(test_background_cache_neutral),
                 cmocka_unit_test(test_yield),
+                cmocka_unit_test(test_disk_yield),
                 cmocka_unit_test(test_interactive_first),
         };
 

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "engine/diskwatch.h"
 #include "engine/engine.h"
 #include "engine/file.h"
 #include "engine/sched.h"
@@ -175,6 +176,9 @@ struct Shard {
         _Alignas(CACHELINE) _Atomic uint64_t active_usec;
         uint64_t active_stored;
         bool yielding;                /* background: the engine yielded to is busy (this turn) */
+        /* Background: its reads and opens in flight, for the drains of diskwatch.h (written by the
+         * shard, read by whichever shard samples). */
+        _Atomic unsigned disk_ops;
 
         pthread_t thread;
         bool started;
@@ -233,6 +237,8 @@ struct Engine {
 
         EngineJob *live_jobs;         /* consumer only */
         bool io_gone;                 /* consumer only: the shards ended, close fds directly */
+
+        DiskWatch diskwatch;          /* background engines: is anybody else using our disks? */
 
         _Atomic uint64_t bytes_hashed;
         _Atomic uint64_t files_linked;

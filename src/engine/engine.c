@@ -174,12 +174,17 @@ int engine_new(const EngineConfig *config, Engine **ret)
         if (k < 0)
                 return k;
 
+        /* A background engine opens the classic way: its drains (diskwatch.h) count opens and reads,
+         * and a linked chain is both at once. */
+        if (cfg.background)
+                cfg.open_mode = ENGINE_OPEN_CLASSIC;
         e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         e->config = cfg;
         e->event_fd = -EBADF;
         e->dontcache_ok = true;
+        diskwatch_init(&e->diskwatch);
         pthread_mutex_init(&e->event_lock, NULL);
         pthread_mutex_init(&e->init_lock, NULL);
         pthread_cond_init(&e->init_cond, NULL);
@@ -297,6 +302,7 @@ Engine *engine_free(Engine *e)
                 shard_deinit(&e->shards[i]);
         free(e->shards);
         safe_close(e->event_fd);
+        diskwatch_done(&e->diskwatch);
         pthread_mutex_destroy(&e->event_lock);
         pthread_mutex_destroy(&e->init_lock);
         pthread_cond_destroy(&e->init_cond);
@@ -353,6 +359,11 @@ uint64_t engine_get_files_linked(Engine *e)
 uint64_t engine_get_bytes_hashed(Engine *e)
 {
         return atomic_load_explicit(&e->bytes_hashed, memory_order_relaxed);
+}
+
+uint64_t engine_get_disk_holds(Engine *e)
+{
+        return atomic_load_explicit(&e->diskwatch.holds, memory_order_relaxed);
 }
 
 bool engine_is_background(Engine *e)

@@ -148,6 +148,8 @@ unsigned engine_get_direct_span(Engine *e);
 EngineOpenMode engine_get_open_mode(Engine *e); /* LINKED or CLASSIC: what path inputs use */   /* pool slots one O_DIRECT read fills (1: no spans) */
 uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
 bool engine_is_background(Engine *e);         /* EngineConfig.background */
+/* Background engines: how many times another process's disk requests held reads back (diskwatch.h). */
+uint64_t engine_get_disk_holds(Engine *e);
 /* Whether a shard of e made progress within window_usec of now (CLOCK_MONOTONIC) while e had files
  * queued: what a background engine yields to. Any thread. */
 bool engine_is_busy(Engine *e, uint64_t now, uint64_t window_usec);

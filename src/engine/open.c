@@ -227,6 +227,8 @@ void fds_add(Shard *s)
  * was an open of another shard not yet reaped). */
 void file_open_path(Shard *s, FileSlot *f)
 {
+        if (s->config.background)
+                atomic_fetch_add_explicit(&s->disk_ops, 1, memory_order_relaxed);
         ioring_openat(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
         f->ops++;
         fds_add(s);

@@ -86,6 +86,8 @@ void file_issue_read(Shard *s, FileSlot *f, Buffer *b)
         f->poll_ready = false; /* a stream polls again before its next read */
         if (b->direct_read && s->config.test_direct_einval && len > 1)
                 len--;
+        if (s->config.background)
+                atomic_fetch_add_explicit(&s->disk_ops, 1, memory_order_relaxed);
         ioring_read(s->ring, f->fd, b->data + b->got, len, off, s->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1,
                     rwf, TAG(b, OP_READ));
         f->ops++;
@@ -252,6 +254,10 @@ void read_completion(Shard *s, Buffer *b, int res)
         }
 
         f->reads_in_flight--;
+        if (s->config.background && !f->disk_known) {
+                diskwatch_add(&s->engine->diskwatch, f);
+                f->disk_known = true;
+        }
         if (res < 0) {
                 /* b (and its followers) no longer in flight, so file_abort() hands them back to the
                  * pool. */

@@ -17,6 +17,9 @@ static void handle_completion(Shard *s, const IoCompletion *c)
 
         if (op == OP_CLOSE_ANON)
                 return; /* nobody waits for it (see close_anon()) */
+        /* Released: a drain of diskwatch.h sees it back before the completion is handled. */
+        if (s->config.background && (op == OP_READ || op == OP_OPEN))
+                atomic_fetch_sub_explicit(&s->disk_ops, 1, memory_order_release);
         if (op == OP_READ) {
                 Buffer *b = TAG_PTR(c->tag);
                 b->file->progress_usec = s->now;
@@ -246,8 +249,9 @@ void *shard_main(void *arg)
                 bool busy = false;
 
                 s->now = now_usec();
-                s->yielding = s->config.yield_to &&
-                              engine_is_busy(s->config.yield_to, s->now, ENGINE_YIELD_WINDOW_USEC);
+                s->yielding = (s->config.yield_to &&
+                               engine_is_busy(s->config.yield_to, s->now, ENGINE_YIELD_WINDOW_USEC)) ||
+                              (s->config.background && diskwatch_hold(s->engine, s->now));
                 busy |= drain_returns(s);
                 if (atomic_load_explicit(&s->control_pending, memory_order_acquire))
                         handle_control(s);

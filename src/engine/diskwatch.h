@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* diskwatch.h: a background engine's view of the disks it reads: whether anybody else is using them */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct Engine Engine;
+typedef struct FileSlot FileSlot;
+
+/*
+ * The idle I/O class keeps a background read behind every waiting request of another class in the
+ * block scheduler, but not behind the requests that come next: a process reading one 4 KiB block at a
+ * time has nothing waiting between two of its reads, the scheduler hands the disk our reads then, and
+ * its next read waits behind them in the device (fio's 4 KiB random reads at queue depth 1 had their
+ * p99 latency multiplied by 6 beside a background job on mq-deadline). BFQ does not serve the idle
+ * class until the disk has had no other request for a while; mq-deadline, kyber and none do not wait.
+ * So a background engine watches the disks it reads itself, as BFQ would:
+ *
+ *   - Every DISKWATCH_SAMPLE_USEC its shards stop issuing reads and opens until none of theirs is in
+ *     flight (a drain: about one request's time), and one of them then compares what the disks did
+ *     (sysfs "stat" of each whole disk: sectors read, written and discarded) with what this process
+ *     made them do (/proc/self/io read_bytes and write_bytes, counted by the kernel as each request is
+ *     submitted: readahead, metadata and O_DIRECT alike, page-cache hits not at all). With nothing of
+ *     ours in flight both counts are complete, so the difference since the last sample is exactly
+ *     what other processes (and the kernel's writeback) did.
+ *   - More than DISKWATCH_FOREIGN_BYTES of that per DISKWATCH_SAMPLE_USEC, and the engine issues no
+ *     read or open for DISKWATCH_QUIET_USEC, sampling (for free: nothing of ours is in flight) every
+ *     DISKWATCH_QUIET_SAMPLE_USEC, so that it starts again that long after the others stop.
+ *
+ * The others in this process (fhashd's normal engine) count as ours here: the normal engine is yielded
+ * to through EngineConfig.yield_to. Disks of several file systems are summed: a foreground on any of
+ * them holds the engine back. Files on what is not a block device (tmpfs, network) add no disk.
+ */
+#define DISKWATCH_MAX 8u
+#define DISKWATCH_SAMPLE_USEC (UINT64_C(50) * 1000)
+#define DISKWATCH_QUIET_SAMPLE_USEC (UINT64_C(10) * 1000)
+#define DISKWATCH_QUIET_USEC (UINT64_C(100) * 1000)
+#define DISKWATCH_FOREIGN_BYTES (UINT64_C(256) << 10)
+
+typedef struct DiskWatch {
+        pthread_mutex_t lock;          /* adding a disk; sampling */
+        _Atomic uint64_t devs[DISKWATCH_MAX];  /* makedev() + 1 of the devices seen; 0: free */
+        int fds[DISKWATCH_MAX];        /* each one's disk's sysfs "stat", or -1 */
+        int self_io;                   /* /proc/self/io, or -1: no watching at all */
+        _Atomic bool draining;         /* a sample is due: issue nothing until ours are all back */
+        _Atomic uint64_t next_sample;  /* CLOCK_MONOTONIC, µs */
+        _Atomic uint64_t quiet_until;  /* no reads or opens before this */
+        _Atomic uint64_t holds;        /* samples that found somebody else's requests */
+        uint64_t last_foreign;         /* under lock: the disks' bytes minus ours, at the last sample */
+        uint64_t last_sample_usec;
+        bool sampled;
+} DiskWatch;
+
+void diskwatch_init(DiskWatch *w);
+void diskwatch_done(DiskWatch *w);
+/* Watches the disk of f from now on (from its statx), if it has one. Any shard thread. */
+void diskwatch_add(DiskWatch *w, const FileSlot *f);
+/* Whether e's shards should hold their reads and opens back now: a drain for a sample, or another
+ * process using the disks. Samples when due and every shard's reads and opens are back. */
+bool diskwatch_hold(Engine *e, uint64_t now);
