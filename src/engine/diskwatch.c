@@ -66,8 +66,10 @@ void diskwatch_add(DiskWatch *w, const FileSlot *f)
                         continue;
                 w->fds[i] = disk_open(f->stx.stx_dev_major, f->stx.stx_dev_minor);
                 atomic_store_explicit(&w->devs[i], dev, memory_order_release);
-                /* Its past is nobody's business: compare from the next sample on. */
+                /* Its past is nobody's business: a first sample now, and nothing issued until a
+                 * second says whether somebody else is using it. */
                 w->sampled = false;
+                atomic_store_explicit(&w->next_sample, 0, memory_order_relaxed);
                 break;
         }
         pthread_mutex_unlock(&w->lock);
@@ -132,7 +134,8 @@ bool diskwatch_hold(Engine *e, uint64_t now)
         bool quiet = now < atomic_load_explicit(&w->quiet_until, memory_order_relaxed);
         uint64_t f;
 
-        if (w->self_io < 0)
+        /* No disk yet (nothing read, or only files on tmpfs and the like): nothing to drain for. */
+        if (w->self_io < 0 || atomic_load_explicit(&w->devs[0], memory_order_relaxed) == 0)
                 return false;
         if (now >= atomic_load_explicit(&w->next_sample, memory_order_relaxed))
                 atomic_store_explicit(&w->draining, true, memory_order_relaxed);
@@ -145,11 +148,20 @@ bool diskwatch_hold(Engine *e, uint64_t now)
         if (now - w->last_sample_usec > 2 * DISKWATCH_SAMPLE_USEC)
                 w->sampled = false;
         if (atomic_load_explicit(&w->draining, memory_order_relaxed) && foreign_bytes(w, &f)) {
-                uint64_t since = f - w->last_foreign;
+                uint64_t since = f - w->last_foreign, period = MAX(now - w->last_sample_usec, (uint64_t)1);
+                /* The threshold is a rate: per DISKWATCH_SAMPLE_USEC, whatever the period was. */
+                uint64_t limit = MAX(DISKWATCH_FOREIGN_BYTES * period / DISKWATCH_SAMPLE_USEC, (uint64_t)16 << 10);
 
-                if (w->sampled && (int64_t)since > (int64_t)DISKWATCH_FOREIGN_BYTES) {
+                if (w->sampled && (int64_t)since > (int64_t)limit) {
                         atomic_store_explicit(&w->quiet_until, now + DISKWATCH_QUIET_USEC, memory_order_relaxed);
                         atomic_fetch_add_explicit(&w->holds, 1, memory_order_relaxed);
+                        quiet = true;
+                } else if (!w->sampled) {
+                        /* A first sample (the engine starts, or starts again after a gap): nothing
+                         * is issued until a second one, DISKWATCH_QUIET_SAMPLE_USEC later, says
+                         * whether the disks are somebody else's now; a foreground would otherwise
+                         * have a whole sample period of ours in its way every time. */
+                        atomic_store_explicit(&w->quiet_until, now + DISKWATCH_QUIET_SAMPLE_USEC, memory_order_relaxed);
                         quiet = true;
                 }
                 w->last_foreign = f;

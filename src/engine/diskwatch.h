@@ -29,6 +29,8 @@ typedef struct FileSlot FileSlot;
  *   - More than DISKWATCH_FOREIGN_BYTES of that per DISKWATCH_SAMPLE_USEC, and the engine issues no
  *     read or open for DISKWATCH_QUIET_USEC, sampling (for free: nothing of ours is in flight) every
  *     DISKWATCH_QUIET_SAMPLE_USEC, so that it starts again that long after the others stop.
+ *   - When it starts (or starts again after having had nothing to do), it takes a first sample and
+ *     waits DISKWATCH_QUIET_SAMPLE_USEC for a second before it issues anything.
  *
  * The others in this process (fhashd's normal engine) count as ours here: the normal engine is yielded
  * to through EngineConfig.yield_to. Disks of several file systems are summed: a foreground on any of

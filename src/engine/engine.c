@@ -373,8 +373,10 @@ bool engine_is_background(Engine *e)
 
 bool engine_is_busy(Engine *e, uint64_t now, uint64_t window_usec)
 {
-        if (atomic_load_explicit(&e->files_queued, memory_order_relaxed) == 0)
-                return false;
+        /* Activity alone, not files queued: a job that just ended is often followed by the next
+         * (a client's next call, a loop of runs), and a background engine that started again in
+         * between would have its reads and buffers in the newcomer's way; a job stuck on a silent
+         * pipe has files queued but no activity. */
         for (unsigned i = 0; i < e->n_shards; i++) {
                 uint64_t a = atomic_load_explicit(&e->shards[i].active_usec, memory_order_relaxed);
                 if (a + window_usec > now)

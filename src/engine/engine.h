@@ -150,8 +150,8 @@ uint64_t engine_get_bytes_hashed(Engine *e);  /* total since start, all jobs */
 bool engine_is_background(Engine *e);         /* EngineConfig.background */
 /* Background engines: how many times another process's disk requests held reads back (diskwatch.h). */
 uint64_t engine_get_disk_holds(Engine *e);
-/* Whether a shard of e made progress within window_usec of now (CLOCK_MONOTONIC) while e had files
- * queued: what a background engine yields to. Any thread. */
+/* Whether a shard of e made progress within window_usec of now (CLOCK_MONOTONIC): what a background
+ * engine yields to. Any thread. */
 bool engine_is_busy(Engine *e, uint64_t now, uint64_t window_usec);
 uint64_t engine_get_files_linked(Engine *e);  /* files hashed whole by a linked chain, since start */
 unsigned engine_get_files_queued(Engine *e);  /* files of running jobs not finished yet */
@@ -271,9 +271,9 @@ typedef struct EngineJobOptions {
  *   - Disk: every read carries IOPRIO_CLASS_IDLE in its own request (and the thread has it for what
  *     it issues itself), so mq-deadline and BFQ dispatch it only when no other request waits.
  *   - Page cache: its jobs are cache-neutral, so a scan of a large tree evicts nobody's hot files.
- *   - Inside the daemon, above the fair share: while the engine yield_to has files queued and
- *     one of its shards made progress within ENGINE_YIELD_WINDOW_USEC, a background shard opens no
- *     file and issues no read (it looks again every ENGINE_YIELD_POLL_USEC), so a normal or
+ *   - Inside the daemon, above the fair share: while one of the shards of the engine yield_to
+ *     made progress within ENGINE_YIELD_WINDOW_USEC, a background shard opens no file and issues no
+ *     read (it looks again every ENGINE_YIELD_POLL_USEC), so a normal or
  *     interactive job of any user has the disk queue, the buffers' memory bandwidth and the
  *     cores to itself; what is in flight finishes. A normal job waiting on a silent pipe does not
  *     make progress, so it holds background work up for at most the window.

@@ -105,7 +105,7 @@ struct FileSlot {
         Buffer *fifo_head, *fifo_tail;
         unsigned reads_in_flight;
         unsigned shard;             /* the shard whose slot this is */
-        bool disk_known;            /* background: its disk is watched (diskwatch.h), from its first read */
+        bool disk_known;            /* background: its disk is watched (diskwatch.h), once it is open */
         bool worker_started;        /* FIRST sent */
         bool worker_closed;         /* LAST or ABORT sent */
         EngineFileStatus status;    /* set by the I/O side; OK unless something went wrong */

@@ -122,6 +122,12 @@ void file_opened(Shard *s, FileSlot *f)
                 return;
         }
 
+        /* Its disk is watched before its first read is issued (diskwatch.h). */
+        if (s->config.background && !f->disk_known) {
+                diskwatch_add(&s->engine->diskwatch, f);
+                f->disk_known = true;
+        }
+
         mode_t m = f->stx.stx_mode;
         if (S_ISDIR(m)) {
                 file_abort(s, f, ENGINE_FILE_ERROR, -EISDIR);

@@ -254,10 +254,6 @@ void read_completion(Shard *s, Buffer *b, int res)
         }
 
         f->reads_in_flight--;
-        if (s->config.background && !f->disk_known) {
-                diskwatch_add(&s->engine->diskwatch, f);
-                f->disk_known = true;
-        }
         if (res < 0) {
                 /* b (and its followers) no longer in flight, so file_abort() hands them back to the
                  * pool. */
