@@ -297,6 +297,31 @@ def libfhash_synopsis(ctx, text):
         ft.check(decl + ";" in header, f"libfhash(3)'s SYNOPSIS: not in fhash.h: {decl}")
 
 
+TOOLS = ["md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "sum",
+         "b3sum", "xxhsum", "xxh32sum", "xxh64sum", "xxh128sum", "xxh3sum"]
+
+
+def readme_tools(ctx, text):
+    """README's fhashctl-as-the-tools session: /usr/lib/fhash/bin is a directory of this build's
+    links (as the package installs them), put first on PATH by the session's `export`; output as
+    printed."""
+    d = ctx.fixture("tools")
+    write(os.path.join(d, "data/sub/y"), b"y")
+    tools = os.path.join(ctx.tmp, "toolsdir")
+    os.makedirs(tools)
+    for t in TOOLS:
+        os.symlink(ft.fhashctl_path(), os.path.join(tools, t))
+    prefix = ""
+    for cmd, want in transcript(text):
+        if cmd.startswith("export PATH=/usr/lib/fhash/bin:"):
+            ft.check(want == "", f"README: `{cmd}` shows output")
+            prefix = f"export PATH={tools}:$PATH; "
+            continue
+        _, got = ctx.sh(prefix + cmd, d, daemon=False, check=False)
+        ft.check(got == want, f"README: `{cmd}` printed\n{got}\ninstead of\n{want}")
+    ft.check(prefix != "", "README: the tools' session no longer puts /usr/lib/fhash/bin on PATH")
+
+
 def diagram(ctx, text):
     """A drawing, not a command."""
 
@@ -307,6 +332,7 @@ EXAMPLES = [
     ("README.md", "meson setup build", build_by_hand),
     ("README.md", " callers (D-Bus", diagram),
     ("README.md", "$ fhashctl hash -r data > SUMS", readme_using),
+    ("README.md", "$ export PATH=/usr/lib/fhash/bin:$PATH", readme_tools),
     ("README.md", "static void print_result", lambda ctx, t: c_snippet(ctx, t, "README.md")),
     ("README.md", "import fhash", python_snippet),
     ("README.md", "sudo apt-get install debhelper", covered("README: dpkg-buildpackage and apt-get install", "debian",
