@@ -41,6 +41,7 @@ Needs root (namespaces, setpriv); exits 77 with the reason when something is mis
 import glob
 import importlib.util
 import json
+import re
 import os
 import shutil
 import signal
@@ -1690,6 +1691,34 @@ def sub_LOAD(env, s):
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
+LATENCY_ONLY = re.compile(r"Peer\.Ping took up to \d+ ms \(0 of \d+ failed;")
+
+
+def run_subtest(env, name):
+    """One run of subtest name: its Sub, with its figures logged."""
+    t = time.monotonic()
+    log(f"==== {name}: {(SUBTESTS[name].__doc__ or '').strip() if name in SUBTESTS else 'dfuzzer'}")
+    if name == "dfuzzer":
+        s = dfuzzer_test(env)
+    else:
+        s = Sub(name, env)
+        try:
+            SUBTESTS[name](env, s)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:
+            import traceback
+            s.expect(False, f"the subtest broke: {e!r}\n{traceback.format_exc()}")
+    env.stop_procs()
+    for dm in env.daemons:
+        if dm.alive() and dm.stop(SIGTERM_S) is None:
+            dm.kill()
+    env.daemons = []
+    env.sweep()
+    s.part = None
+    s.fig("seconds", round(time.monotonic() - t, 1))
+    log(f"FIGURES {name} {json.dumps(s.figures, default=str)}")
+    return s
 
 
 def dfuzzer_test(env):
@@ -1746,28 +1775,17 @@ def inner(argv):
                 log(f"unknown subtest(s) {unknown}; known: {' '.join(SUBTESTS)}")
                 return 2
         for name in todo:
-            t = time.monotonic()
-            log(f"==== {name}: {(SUBTESTS[name].__doc__ or '').strip() if name in SUBTESTS else 'dfuzzer'}")
-            if name == "dfuzzer":
-                s = dfuzzer_test(env)
-            else:
-                s = Sub(name, env)
-                try:
-                    SUBTESTS[name](env, s)
-                except KeyboardInterrupt:
-                    raise
-                except Exception as e:
-                    import traceback
-                    s.expect(False, f"the subtest broke: {e!r}\n{traceback.format_exc()}")
-            env.stop_procs()
-            for dm in env.daemons:
-                if dm.alive() and dm.stop(SIGTERM_S) is None:
-                    dm.kill()
-            env.daemons = []
-            env.sweep()
-            s.part = None
-            s.fig("seconds", round(time.monotonic() - t, 1))
-            log(f"FIGURES {name} {json.dumps(s.figures, default=str)}")
+            for attempt in (1, 2):
+                s = run_subtest(env, name)
+                # Ping's latency alone (every Ping answered, one slower than the bound) can be a busy
+                # machine's: the subtest runs once more, and fails if it fails again. Any other
+                # failure is final.
+                if attempt == 1 and s.failures and not s.skipped and all(LATENCY_ONLY.search(f) for f in s.failures):
+                    for f in s.failures:
+                        log(f"  retry: {f}")
+                    log(f"RETRY {name}: only Ping's latency was over its bound; once more")
+                    continue
+                break
             if s.skipped:
                 log(f"SKIP {name}: {s.skipped}")
                 results.append((name, "SKIP"))
