@@ -189,6 +189,33 @@ static void test_kat_blake2b(void **state)
                   "d25e1031afee585313896444934eb04b903a685b1448b755d56f701afe9be2ce");
 }
 
+/* One context through BLAKE2b's two implementations in turn (the default length from md where it has
+ * BLAKE2, any other from libb2) and back: each run's digest is its own length's. */
+static void test_blake2_lengths_one_ctx(void **state)
+{
+        static const char *const want[] = {
+                "ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d1"
+                "7d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923",
+                "bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319",
+        };
+        HashCtx *c = NULL;
+        uint8_t d[HASH_DIGEST_MAX];
+        char hex[HASH_HEX_MAX];
+
+        assert_int_equal(hash_ctx_new(&c), 0);
+        for (unsigned i = 0; i < 5; i++) {
+                uint32_t len = i % 2 ? 32 : 0;
+
+                assert_int_equal(hash_ctx_init_params(c, HASH_BLAKE2B, &(HashParams){ .out_len = len }), 0);
+                assert_int_equal(hash_ctx_update(c, "a", 1), 0);
+                assert_int_equal(hash_ctx_update(c, "bc", 2), 0);
+                assert_int_equal(hash_ctx_final(c, d), 0);
+                hash_to_hex(d, hash_ctx_digest_size(c), hex);
+                assert_string_equal(hex, want[i % 2]);
+        }
+        hash_ctx_free(c);
+}
+
 /* RFC 7693 appendix B (BLAKE2s-256 of "abc") and the unkeyed empty-input value. */
 static void test_kat_blake2s(void **state)
 {
@@ -541,6 +568,7 @@ int main(void)
                 cmocka_unit_test(test_kat_sm3),
                 cmocka_unit_test(test_kat_blake2b),
                 cmocka_unit_test(test_kat_blake2s),
+                cmocka_unit_test(test_blake2_lengths_one_ctx),
                 cmocka_unit_test(test_kat_blake3),
                 cmocka_unit_test(test_blake3_xof),
                 cmocka_unit_test(test_kat_sha3_224),

@@ -33,7 +33,8 @@ struct HashCtx {
         bool active;   /* between init and final */
         bool secret;   /* the state holds a key or key material: wipe it when done */
         size_t size;   /* digest bytes of this run */
-        MdCtx *md;     /* MD5, SHA-1, SHA-2, SHA-3, SM3 */
+        MdCtx *md;     /* MD5, SHA-1, SHA-2, SHA-3, SM3; BLAKE2 at its default length if md has it */
+        bool blake2_md; /* this run's BLAKE2 is md's, not libb2's */
         /* xxHash's states are opaque in its stable API: allocated (XXH3's 64-byte aligned). */
         XXH3_state_t *xxh3;
         XXH32_state_t *xxh32;
@@ -171,12 +172,17 @@ int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p)
                 r = ctx_init_blake3(c, p);
                 break;
         case HASH_BLAKE2B:
-                /* The length goes into the parameter block, as b2sum -l does: a different digest,
-                 * not a truncation of the 64-byte one. */
-                r = blake2b_init(&c->u.blake2b, size) == 0 ? 0 : -EIO;
-                break;
         case HASH_BLAKE2S:
-                r = blake2s_init(&c->u.blake2s, size) == 0 ? 0 : -EIO;
+                /* The default length from md where it has BLAKE2 (OpenSSL: faster, algo.c). Any
+                 * other goes into libb2's parameter block, as b2sum -l does: a different digest,
+                 * not a truncation of the full one. */
+                c->blake2_md = size == hash_algo_digest_size(a) && md_init(c->md, a) == 0;
+                if (c->blake2_md)
+                        r = 0;
+                else if (a == HASH_BLAKE2B)
+                        r = blake2b_init(&c->u.blake2b, size) == 0 ? 0 : -EIO;
+                else
+                        r = blake2s_init(&c->u.blake2s, size) == 0 ? 0 : -EIO;
                 break;
         case HASH_XXH3:
                 r = XXH3_64bits_reset(c->xxh3) == XXH_OK ? 0 : -EIO;
@@ -222,8 +228,12 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
                 blake3_hasher_update(&c->u.blake3, data, n);
                 return 0;
         case HASH_BLAKE2B:
+                if (c->blake2_md)
+                        return md_update(c->md, data, n);
                 return blake2b_update(&c->u.blake2b, data, n) == 0 ? 0 : -EIO;
         case HASH_BLAKE2S:
+                if (c->blake2_md)
+                        return md_update(c->md, data, n);
                 return blake2s_update(&c->u.blake2s, data, n) == 0 ? 0 : -EIO;
         case HASH_XXH3:
                 return XXH3_UPDATE_64(c->xxh3, data, n) == XXH_OK ? 0 : -EIO;
@@ -285,10 +295,16 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
                 blake3_hasher_finalize(&c->u.blake3, out, c->size);
                 break;
         case HASH_BLAKE2B:
-                r = blake2b_final(&c->u.blake2b, out, c->size) == 0 ? 0 : -EIO;
+                if (c->blake2_md)
+                        r = md_final(c->md, out);
+                else
+                        r = blake2b_final(&c->u.blake2b, out, c->size) == 0 ? 0 : -EIO;
                 break;
         case HASH_BLAKE2S:
-                r = blake2s_final(&c->u.blake2s, out, c->size) == 0 ? 0 : -EIO;
+                if (c->blake2_md)
+                        r = md_final(c->md, out);
+                else
+                        r = blake2s_final(&c->u.blake2s, out, c->size) == 0 ? 0 : -EIO;
                 break;
         case HASH_XXH3:
         case HASH_XXH128:
