@@ -12,6 +12,7 @@ fhash_build_packages=(
 fhash_test_packages=(
     dbus python3-dbus python3-gi libglib2.0-bin
     coreutils b3sum xxhash openssl util-linux procps gdb hashdeep tmux jq strace
+    fsverity libarchive-tools e2fsprogs
     cppcheck clang-tidy clang doxygen
     debhelper dh-python lintian rsync
 )
