@@ -341,6 +341,15 @@ int hash_ctx_xof(HashCtx *c, uint64_t seek, uint8_t *out, size_t n)
         return 0;
 }
 
+int hash_ctx_add_block_hashes(HashCtx *c, const uint8_t *hashes, uint64_t bytes)
+{
+        if (!c || !c->active)
+                return -EINVAL;
+        if (c->algo != HASH_FSVERITY && c->algo != HASH_FSVERITY_SHA512)
+                return -EOPNOTSUPP;
+        return fsverity_tree_add_hashes(c->fsverity, hashes, bytes);
+}
+
 size_t hash_ctx_digest_size(const HashCtx *c)
 {
         return c ? c->size : 0;
