@@ -19,7 +19,7 @@ fhash_test_packages=(
 # bench/run only (`bench/run --install` installs the missing ones); the build and the tests never need them.
 fhash_bench_packages=(
     rhash hashdeep fio python3-matplotlib
-    coreutils b3sum xxhash openssl util-linux findutils dbus linux-perf time
+    coreutils b3sum xxhash openssl util-linux findutils dbus linux-perf time fsverity
 )
 
 fhash_install_deps() {
