@@ -109,7 +109,8 @@ bool mtree_detect_filename(const char *path)
 /* Undoes libarchive's escapes (mtree.h) in s[0..n): a malloc'd string, or -EINVAL for a NUL in it. */
 static int unescape(const char *s, size_t n, char **ret)
 {
-        _cleanup_free_ char *out = malloc(n + 1);
+        /* Plain frees, not _cleanup_: clang-tidy 14's analyzer does not see through it. */
+        char *out = malloc(n + 1);
         size_t k = 0;
 
         if (!out)
@@ -128,18 +129,20 @@ static int unescape(const char *s, size_t n, char **ret)
                                 c = (char)((e[0] - '0') << 6 | (e[1] - '0') << 3 | (e[2] - '0'));
                                 i += 3;
                         } else if (*e == '0')
-                                return -EINVAL; /* libarchive's \0: a NUL, which no name holds */
+                                c = '\0'; /* libarchive's \0: a NUL, which no name holds */
                         else if (hit && *e) {
                                 c = to[hit - from];
                                 i++;
                         }
                 }
-                if (c == '\0')
+                if (c == '\0') {
+                        free(out);
                         return -EINVAL;
+                }
                 out[k++] = c;
         }
         out[k] = '\0';
-        *ret = TAKE_PTR(out);
+        *ret = out;
         return 0;
 }
 
@@ -325,11 +328,12 @@ static int cwd_up(MtreeParser *p)
 int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want, char **ret_name,
                      HashAlgo *ret_algo, char ret_hex[static HASH_HEX_MAX], MtreeInfo *ret_info)
 {
-        _cleanup_free_ char *name = NULL, *path = NULL;
+        char *name = NULL, *path;
         Attrs a;
         const char *w;
         size_t i = 0, wn;
         HashAlgo algo = _HASH_ALGO_INVALID;
+        bool classic;
         int r;
 
         if (!p || (!line && len > 0))
@@ -350,13 +354,12 @@ int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want
 
                 return next_word(line, len, &j, &more, &mn) ? -EINVAL : cwd_up(p);
         }
-        r = unescape(w, wn, &name);
-        if (r < 0)
-                return r;
         r = attrs_copy(&p->set, &a);
         if (r < 0)
                 return r;
         r = apply_words(&a, line, len, i, false);
+        if (r >= 0)
+                r = unescape(w, wn, &name);
         if (r < 0) {
                 free(a.link);
                 return r;
@@ -365,28 +368,33 @@ int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want
                 a.type = MTREE_FILE;
         /* A name with a '/' is a path from the manifest's directory; one without is the classic
          * form's, in the directory entered last (a directory entry of that form enters it). */
-        if (!memchr(w, '/', wn) && p->cwd) {
+        classic = !memchr(w, '/', wn);
+        if (classic && p->cwd) {
                 size_t lc = strlen(p->cwd), ln = strlen(name);
 
                 path = malloc(lc + 1 + ln + 1);
-                if (!path) {
-                        free(a.link);
-                        return -ENOMEM;
+                if (path) {
+                        memcpy(path, p->cwd, lc);
+                        path[lc] = '/';
+                        memcpy(path + lc + 1, name, ln + 1);
                 }
-                memcpy(path, p->cwd, lc);
-                path[lc] = '/';
-                memcpy(path + lc + 1, name, ln + 1);
+                free(name);
         } else
-                path = TAKE_PTR(name);
-        if (!memchr(w, '/', wn) && a.type == MTREE_DIR) {
+                path = name;
+        if (path && classic && a.type == MTREE_DIR) {
                 char *c = strdup(path);
 
-                if (!c) {
-                        free(a.link);
-                        return -ENOMEM;
+                if (c) {
+                        free(p->cwd);
+                        p->cwd = c;
+                } else {
+                        free(path);
+                        path = NULL;
                 }
-                free(p->cwd);
-                p->cwd = c;
+        }
+        if (!path) {
+                free(a.link);
+                return -ENOMEM;
         }
 
         ret_hex[0] = '\0';
@@ -404,11 +412,12 @@ int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want
                 .nochange = a.has & HAS_NOCHANGE,
                 .size = a.size,
                 .mode = a.mode,
-                .link = a.type == MTREE_LINK ? TAKE_PTR(a.link) : NULL,
+                .link = a.type == MTREE_LINK ? a.link : NULL,
                 .unsupported = algo < 0 && (a.has & HAS_UNSUPPORTED) ? a.unsupported : NULL,
         };
-        free(a.link);
+        if (a.type != MTREE_LINK)
+                free(a.link);
         *ret_algo = algo;
-        *ret_name = TAKE_PTR(path);
+        *ret_name = path;
         return 1;
 }

@@ -162,6 +162,8 @@ int fsverity_tree_update(FsverityTree *t, const void *data, size_t n)
 
         if (!t || (!data && n > 0))
                 return -EINVAL;
+        if (n == 0)
+                return 0;
         t->size += n;
         if (t->data_fill > 0) {
                 size_t k = MIN(n, t->block_size - t->data_fill);
