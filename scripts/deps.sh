@@ -12,13 +12,14 @@ fhash_build_packages=(
 fhash_test_packages=(
     dbus python3-dbus python3-gi libglib2.0-bin
     coreutils b3sum xxhash openssl util-linux procps gdb hashdeep tmux jq strace
+    fsverity libarchive-tools e2fsprogs
     cppcheck clang-tidy clang doxygen
     debhelper dh-python lintian rsync
 )
 # bench/run only (`bench/run --install` installs the missing ones); the build and the tests never need them.
 fhash_bench_packages=(
     rhash hashdeep fio python3-matplotlib
-    coreutils b3sum xxhash openssl util-linux findutils dbus linux-perf time
+    coreutils b3sum xxhash openssl util-linux findutils dbus linux-perf time fsverity
 )
 
 fhash_install_deps() {

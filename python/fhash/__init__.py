@@ -53,7 +53,8 @@ class _HashOptions(ctypes.Structure):
     _fields_ = [("algorithm", ctypes.c_char_p), ("expected", ctypes.POINTER(ctypes.c_char_p)),
                 ("flags", ctypes.c_uint), ("strategy", ctypes.c_char_p), ("length_bits", ctypes.c_uint),
                 ("key", ctypes.POINTER(ctypes.c_uint8)), ("derive_key", ctypes.c_char_p),
-                ("max_size", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 8)]
+                ("max_size", ctypes.c_uint64), ("block_size", ctypes.c_uint32), ("reserved_pad", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint64 * 7)]
 
 
 _ResultFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Result), ctypes.c_void_p)

@@ -7,6 +7,7 @@
 
 #include "hash/hash.h"
 #include "basic/macro.h"
+#include "ctl/mtree.h"
 
 /*
  * Accepted lines (leading blanks skipped; a trailing '\r' dropped; blank lines and lines starting with
@@ -48,7 +49,15 @@ typedef struct ManifestEntry {
         unsigned line;           /* from 1 */
         bool tagged;             /* the line named its algorithm */
         bool from_stdin;         /* xxhsum's "stdin": read standard input, not a file of that name */
+        /* An entry of an mtree manifest (ManifestReader only): what it says besides a digest. algo is
+         * _HASH_ALGO_INVALID and hex "" where it names no digest fhash checks (a directory, a link,
+         * a file with only rmd160digest=). */
+        bool is_mtree;
+        MtreeInfo mtree;         /* its link malloc'd, as the name */
 } ManifestEntry;
+
+/* Frees what an entry holds (its name, an mtree link) and clears those fields. */
+void manifest_entry_clear(ManifestEntry *e);
 
 typedef struct Manifest {
         ManifestEntry *entries;
@@ -78,8 +87,12 @@ typedef struct ManifestParseOptions {
 /* manifest_parse() with every option. */
 int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret);
 /*
- * A manifest read a line at a time (fhashctl check): its memory is one line's, whatever its size.
- * Lines are parsed as manifest_parse_with() parses them, and blank and comment lines are skipped.
+ * A manifest read a line at a time (fhashctl check): its memory is one line's (one entry's, for an
+ * mtree line continued over several), whatever its size. Lines are parsed as manifest_parse_with()
+ * parses them, and blank and comment lines are skipped. An mtree manifest (ctl/mtree.h: its first
+ * line that is not blank is "#mtree", /set or /unset, or its name is *.mtree, mtree or .MTREE) is
+ * read as one, gzip-compressed too (pacman's .MTREE; zlib, read as it streams): entries of every
+ * type, ManifestEntry.is_mtree. Not with zero (-z): mtree lines end with '\n'.
  */
 typedef struct ManifestReader ManifestReader;
 

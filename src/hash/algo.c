@@ -41,6 +41,10 @@ static const HashAlgoInfo hash_algo_info[_HASH_ALGO_MAX] = {
         [HASH_SHA3_512] = { "sha3-512", "SHA3-512", 64, 0, 0, "SHA3-512" },
         [HASH_SM3] = { "sm3", "SM3", 32, 0, 0, "SM3" },
         [HASH_SHA3_224] = { "sha3-224", "SHA3-224", 28, 0, 0, "SHA3-224" },
+        /* fs-verity's digests: what `fsverity digest` prints after "sha256:" (or "sha512:" with
+         * --hash-alg=sha512), and what FS_IOC_MEASURE_VERITY gives; no tool writes a BSD tag. */
+        [HASH_FSVERITY] = { "fsverity", "FSVERITY", 32, 0, HASH_PARAM_BLOCK_SIZE, NULL },
+        [HASH_FSVERITY_SHA512] = { "fsverity-sha512", "FSVERITY-SHA512", 64, 0, HASH_PARAM_BLOCK_SIZE, NULL },
 };
 
 /* Tags that name an algorithm too but that no tool writes for it: cksum -c (coreutils >= 9.8)
@@ -129,8 +133,12 @@ int hash_params_check(HashAlgo a, const HashParams *p)
                 return 0;
         takes = hash_algo_info[a].params;
         if ((p->out_len != 0 && !(takes & HASH_PARAM_LENGTH)) || (p->keyed && !(takes & HASH_PARAM_KEY)) ||
-            (p->context && !(takes & HASH_PARAM_CONTEXT)))
+            (p->context && !(takes & HASH_PARAM_CONTEXT)) || (p->block_size != 0 && !(takes & HASH_PARAM_BLOCK_SIZE)))
                 return -EOPNOTSUPP;
+        if (p->block_size != 0 && (p->block_size & (p->block_size - 1)) != 0)
+                return -EINVAL;
+        if (p->block_size != 0 && (p->block_size < HASH_BLOCK_SIZE_MIN || p->block_size > HASH_BLOCK_SIZE_MAX))
+                return -ERANGE;
         if (p->out_len > hash_algo_info[a].digest_max)
                 return -ERANGE;
         if (p->keyed && p->context)

@@ -22,6 +22,7 @@
 #define XXH3_UPDATE_128 XXH3_128bits_update
 #endif
 
+#include "hash/fsverity.h"
 #include "hash/hash.h"
 #include "hash/md.h"
 #include "basic/macro.h"
@@ -35,6 +36,7 @@ struct HashCtx {
         size_t size;   /* digest bytes of this run */
         MdCtx *md;     /* MD5, SHA-1, SHA-2, SHA-3, SM3; BLAKE2 at its default length if md has it */
         bool blake2_md; /* this run's BLAKE2 is md's, not libb2's */
+        FsverityTree *fsverity; /* made the first time the context runs an fs-verity digest */
         /* xxHash's states are opaque in its stable API: allocated (XXH3's 64-byte aligned). */
         XXH3_state_t *xxh3;
         XXH32_state_t *xxh32;
@@ -130,6 +132,7 @@ HashCtx *hash_ctx_free(HashCtx *c)
                 return NULL;
         ctx_wipe(c);
         md_free(c->md);
+        fsverity_tree_free(c->fsverity);
         if (c->xxh3)
                 (void)XXH3_freeState(c->xxh3);
         if (c->xxh32)
@@ -199,6 +202,12 @@ int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p)
         case HASH_CRC32C:
                 c->crc = 0;
                 break;
+        case HASH_FSVERITY:
+        case HASH_FSVERITY_SHA512:
+                r = c->fsverity ? 0 : fsverity_tree_new(&c->fsverity);
+                if (r >= 0)
+                        r = fsverity_tree_init(c->fsverity, a, fsverity_block_size(p));
+                break;
         default:
                 r = md_init(c->md, a);
                 break;
@@ -246,6 +255,9 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
         case HASH_CRC32C:
                 c->crc = crc32c_update(c->crc, data, n);
                 return 0;
+        case HASH_FSVERITY:
+        case HASH_FSVERITY_SHA512:
+                return fsverity_tree_update(c->fsverity, data, n);
         default:
                 return md_update(c->md, data, n);
         }
@@ -316,6 +328,10 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
                 /* Big-endian, so the hex spells the value the way CRC check values are quoted. */
                 store_be32(out, c->crc);
                 break;
+        case HASH_FSVERITY:
+        case HASH_FSVERITY_SHA512:
+                r = fsverity_tree_final(c->fsverity, out);
+                break;
         default:
                 r = md_final(c->md, out);
                 break;
@@ -339,6 +355,15 @@ int hash_ctx_xof(HashCtx *c, uint64_t seek, uint8_t *out, size_t n)
         /* Reads the output without changing the hasher, so that pieces can follow one another. */
         blake3_hasher_finalize_seek(&c->u.blake3, seek, out, n);
         return 0;
+}
+
+int hash_ctx_add_block_hashes(HashCtx *c, const uint8_t *hashes, uint64_t bytes)
+{
+        if (!c || !c->active)
+                return -EINVAL;
+        if (c->algo != HASH_FSVERITY && c->algo != HASH_FSVERITY_SHA512)
+                return -EOPNOTSUPP;
+        return fsverity_tree_add_hashes(c->fsverity, hashes, bytes);
 }
 
 size_t hash_ctx_digest_size(const HashCtx *c)
