@@ -374,24 +374,6 @@ static int digest_file(Cu *cu, const char *name, CuResult *res, bool *missing)
         return r;
 }
 
-/* Escapes '\n', '\r' and '\\' as the tools do in lines that start with a backslash. */
-static void add_escaped(Line *l, const char *name, bool escape)
-{
-        if (!escape) {
-                line_adds(l, name);
-                return;
-        }
-        for (const char *p = name; *p; p++)
-                if (*p == '\n')
-                        line_adds(l, "\\n");
-                else if (*p == '\r')
-                        line_adds(l, "\\r");
-                else if (*p == '\\')
-                        line_adds(l, "\\\\");
-                else
-                        line_addc(l, *p);
-}
-
 static void add_base64(Line *l, const uint8_t *d, size_t n)
 {
         char b64[B64_LEN(HASH_DIGEST_MAX) + 1];
@@ -457,7 +439,7 @@ static void output(Cu *cu, const char *name, int binary, const CuResult *res)
                 if (cu->build == BUILD_CKSUM && cu->algo == CK_SHA3)
                         line_addf(l, "-%u", (unsigned)cu->digest_length);
                 line_adds(l, " (");
-                add_escaped(l, name, escape);
+                line_add_escaped(l, name, escape);
                 line_adds(l, ") = ");
         }
         if (cu->base64)
@@ -468,40 +450,10 @@ static void output(Cu *cu, const char *name, int binary, const CuResult *res)
                 line_addc(l, ' ');
                 /* cksum 9.1 wrote untagged lines in binary mode, always with two spaces. */
                 line_addc(l, binary && !(cu->old && cu->build == BUILD_CKSUM) ? '*' : ' ');
-                add_escaped(l, name, escape);
+                line_add_escaped(l, name, escape);
         }
         line_addc(l, cu->delim);
         (void)persona_out(l);
-}
-
-/* Undoes "\\n", "\\r" and "\\\\" in place over len bytes; false for any other escape, a trailing
- * backslash or a NUL (coreutils' filename_unescape()). */
-static bool filename_unescape(char *s, size_t len)
-{
-        char *dst = s;
-
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] == '\0')
-                        return false;
-                if (s[i] != '\\') {
-                        *dst++ = s[i];
-                        continue;
-                }
-                if (i == len - 1)
-                        return false;
-                i++;
-                if (s[i] == 'n')
-                        *dst++ = '\n';
-                else if (s[i] == 'r')
-                        *dst++ = '\r';
-                else if (s[i] == '\\')
-                        *dst++ = '\\';
-                else
-                        return false;
-        }
-        if (dst < s + len)
-                *dst = '\0';
-        return true;
 }
 
 /* The digest field: hex of the current length, or (cksum builds of 9.11) base64 of it. */
@@ -546,7 +498,7 @@ static bool bsd_split_3(Cu *cu, char *s, size_t s_len, bool escaped, Parsed *p)
         if (s[i] != ')')
                 return false;
         p->name = s;
-        if (escaped && !filename_unescape(s, i))
+        if (escaped && !persona_filename_unescape(s, i))
                 return false;
         s[i++] = '\0';
         while (is_blank(s[i]))
@@ -747,7 +699,7 @@ static bool split_3(Cu *cu, char *s, size_t s_len, Parsed *p)
         }
         p->name = s + i;
         if (escaped)
-                return filename_unescape(s + i, s_len - i);
+                return persona_filename_unescape(s + i, s_len - i);
         return true;
 }
 
@@ -787,7 +739,7 @@ static void add_check_name(Cu *cu, const char *name)
         }
         if (strchr(name, '\n')) {
                 line_addc(&cu->line, '\\');
-                add_escaped(&cu->line, name, true);
+                line_add_escaped(&cu->line, name, true);
         } else
                 line_adds(&cu->line, name);
 }

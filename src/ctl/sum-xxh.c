@@ -98,19 +98,6 @@ static bool name_needs_escape(const Xxh *x, const char *name)
         return !x->old && strpbrk(name, "\\\n\r");
 }
 
-static void add_name(Line *l, const char *name, bool escape)
-{
-        for (const char *p = name; *p; p++)
-                if (escape && *p == '\n')
-                        line_adds(l, "\\n");
-                else if (escape && *p == '\r')
-                        line_adds(l, "\\r");
-                else if (escape && *p == '\\')
-                        line_adds(l, "\\\\");
-                else
-                        line_addc(l, *p);
-}
-
 static void add_digest(Xxh *x, const uint8_t *d, size_t n, bool reverse)
 {
         for (size_t i = 0; i < n; i++)
@@ -173,7 +160,7 @@ static int hash_file(Xxh *x, const char *name)
         if (bsd) {
                 line_adds(&x->line, x->little_endian ? xa[x->algo].le_name : xa[x->algo].name);
                 line_adds(&x->line, " (");
-                add_name(&x->line, shown, escape);
+                line_add_escaped(&x->line, shown, escape);
                 line_adds(&x->line, ") = ");
                 add_digest(x, d, xa[x->algo].len, x->little_endian);
         } else {
@@ -181,7 +168,7 @@ static int hash_file(Xxh *x, const char *name)
                         line_adds(&x->line, "XXH3_");
                 add_digest(x, d, xa[x->algo].len, x->little_endian);
                 line_adds(&x->line, "  ");
-                add_name(&x->line, shown, escape);
+                line_add_escaped(&x->line, shown, escape);
         }
         line_addc(&x->line, '\n');
         (void)persona_out(&x->line);
@@ -216,35 +203,6 @@ static bool canonical_from_string(uint8_t *dst, size_t n, const char *hex, size_
                         return false;
                 dst[i] = (uint8_t)(h0 << 4 | h1);
         }
-        return true;
-}
-
-/* "\\n", "\\r", "\\\\" undone in place; false for any other escape, a trailing backslash or a
- * NUL. */
-static bool filename_unescape(char *s, size_t len)
-{
-        char *p = s;
-
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] == '\0')
-                        return false;
-                if (s[i] != '\\') {
-                        *p++ = s[i];
-                        continue;
-                }
-                if (++i == len)
-                        return false;
-                if (s[i] == 'n')
-                        *p++ = '\n';
-                else if (s[i] == 'r')
-                        *p++ = '\r';
-                else if (s[i] == '\\')
-                        *p++ = '\\';
-                else
-                        return false;
-        }
-        if (p < s + len)
-                *p = '\0';
         return true;
 }
 
@@ -334,7 +292,7 @@ static bool parse_line(const Xxh *x, char *line, bool rev, XxhParsed *p)
         }
         /* The character after the first space is skipped, whatever it is: a '*' marker passes. */
         char *name = first_space + 2;
-        if (unescape && !filename_unescape(name, strlen(name)))
+        if (unescape && !persona_filename_unescape(name, strlen(name)))
                 return false;
         p->name = name;
         return true;
@@ -446,7 +404,7 @@ static bool check_file(Xxh *x, const char *path)
 
                         if (escape)
                                 line_addc(&x->line, '\\');
-                        add_name(&x->line, p.name, escape);
+                        line_add_escaped(&x->line, p.name, escape);
                         line_adds(&x->line, match ? ": OK\n" : ": FAILED\n");
                         (void)persona_out(&x->line);
                 }
