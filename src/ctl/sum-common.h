@@ -11,11 +11,11 @@
 /*
  * Called as one of the checksum tools (a symbolic link of that name, or `fhashctl --as NAME`),
  * fhashctl is that tool: its options, defaults, messages, output stream and exit codes, as its
- * documentation and its upstream tests say, for the newest released version. One file per tool
- * family: sum-coreutils.c (md5sum, sha*sum, b2sum, cksum, sum), sum-b3.c (b3sum), sum-xxh.c
- * (xxhsum, xxh32sum, xxh64sum, xxh128sum, xxh3sum), dispatched by personality.c. A personality
- * hashes in the calling thread with plain reads (hash/oneshot.h) and never talks to fhashd, as the
- * tools never do.
+ * documentation and its upstream tests say, for the newest released version. Each tool family has
+ * its own files, its entry point in the one named after it: sum-coreutils*.c (md5sum, sha*sum,
+ * b2sum, cksum, sum), sum-b3*.c (b3sum), sum-xxh*.c (xxhsum, xxh32sum, xxh64sum, xxh128sum,
+ * xxh3sum), dispatched by personality.c. A personality hashes in the calling thread with plain
+ * reads (hash/oneshot.h) and never talks to fhashd, as the tools never do.
  *
  * FHASH_COMPAT=debian12 selects, where Debian 12's version of a tool (coreutils 9.1, b3sum 1.2.0,
  * xxhsum 0.8.1) behaves differently in a way a script could notice (a message, an output format),
