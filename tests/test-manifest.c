@@ -13,7 +13,7 @@
 
 #include "hash/hash.h"
 #include "basic/macro.h"
-#include "ctl/manifest.h"
+#include "ctl/manifest-reader.h"
 #include "test-helpers.h"
 
 #define H64 "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"

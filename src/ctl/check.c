@@ -11,7 +11,7 @@
 #include "basic/macro.h"
 #include "ctl/check.h"
 #include "ctl/exit-status.h"
-#include "ctl/manifest.h"
+#include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
 
