@@ -1691,7 +1691,8 @@ def sub_LOAD(env, s):
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
-LATENCY_ONLY = re.compile(r"Peer\.Ping took up to \d+ ms \(0 of \d+ failed;")
+# Failures that are latency alone, every call answered: Ping's in the attacks, root's p99 in LOAD.
+LATENCY_ONLY = re.compile(r"Peer\.Ping took up to \d+ ms \(0 of \d+ failed;|root's 4 KiB file every \d+ ms: p99 [\d.]+ ms \(bound")
 
 
 def run_subtest(env, name):
@@ -1777,13 +1778,14 @@ def inner(argv):
         for name in todo:
             for attempt in (1, 2):
                 s = run_subtest(env, name)
-                # Ping's latency alone (every Ping answered, one slower than the bound) can be a busy
-                # machine's: the subtest runs once more, and fails if it fails again. Any other
-                # failure is final.
+                # Latency alone (every Ping answered, one slower than the bound; LOAD's root p99 over
+                # its bound with no job lost, wrong or failed) can be a busy machine's: on two cores
+                # the p99 of 190 calls is their second slowest. The subtest runs once more, and fails
+                # if it fails again. Any other failure is final.
                 if attempt == 1 and s.failures and not s.skipped and all(LATENCY_ONLY.search(f) for f in s.failures):
                     for f in s.failures:
                         log(f"  retry: {f}")
-                    log(f"RETRY {name}: only Ping's latency was over its bound; once more")
+                    log(f"RETRY {name}: only latency was over its bound; once more")
                     continue
                 break
             if s.skipped:
