@@ -16,7 +16,7 @@ fhash_test_packages=(
     cppcheck clang-tidy clang doxygen
     debhelper dh-python lintian rsync
     gjs gi-docgen
-    python3-setuptools python3-wheel python3-pip python3-venv
+    python3-setuptools python3-wheel python3-pip python3-venv python3-mypy
 )
 # bench/run only (`bench/run --install` installs the missing ones); the build and the tests never need them.
 fhash_bench_packages=(
