@@ -115,6 +115,16 @@ static guint signals[_SIGNAL_MAX];
 
 G_DEFINE_FINAL_TYPE(FhashClient, fhash_client, G_TYPE_OBJECT)
 
+/* The run's task is done with: it has returned, or never will. (g_clear_object() trips
+ * clang-tidy 14's bugprone-sizeof-expression in GLib's macro.) */
+static void run_drop_task(Run *r)
+{
+        if (r->task) {
+                g_object_unref(r->task);
+                r->task = NULL;
+        }
+}
+
 static void run_free(Run *r)
 {
         if (r->run_source) {
@@ -125,9 +135,10 @@ static void run_free(Run *r)
                 g_source_destroy(r->cancel_source);
                 g_source_unref(r->cancel_source);
         }
-        g_clear_pointer(&r->run, fhash_run_free);
+        fhash_run_free(r->run);
         /* Inputs libfhash had taken but never answered (the run failed): ours to drop. */
-        g_clear_pointer(&r->inputs, g_hash_table_unref);
+        if (r->inputs)
+                g_hash_table_unref(r->inputs);
         if (r->source_destroy)
                 r->source_destroy(r->source_data);
         for (guint i = 0; r->fds && i < r->n_fds; i++)
@@ -135,10 +146,11 @@ static void run_free(Run *r)
         g_free(r->fds);
         g_strfreev(r->names);
         g_strfreev(r->paths);
-        g_clear_pointer(&r->results, g_ptr_array_unref);
-        g_clear_pointer(&r->pending, g_ptr_array_unref);
-        g_clear_object(&r->task);
-        g_clear_object(&r->client);
+        if (r->results)
+                g_ptr_array_unref(r->results);
+        g_ptr_array_unref(r->pending);
+        run_drop_task(r);
+        g_object_unref(r->client);
         g_free(r);
 }
 
@@ -158,7 +170,7 @@ static void run_return_error(Run *r, GError *error)
                 return;
         }
         g_task_return_error(r->task, error);
-        g_clear_object(&r->task);
+        run_drop_task(r);
 }
 
 static void run_return_success(Run *r)
@@ -169,7 +181,7 @@ static void run_return_success(Run *r)
                 g_task_return_pointer(r->task, g_ptr_array_ref(r->results), (GDestroyNotify)g_ptr_array_unref);
         else
                 g_task_return_boolean(r->task, TRUE);
-        g_clear_object(&r->task);
+        run_drop_task(r);
 }
 
 /* The sum of the runs since the client was last idle, notified where it changed. */
@@ -305,7 +317,7 @@ static gboolean on_cancelled(GCancellable *cancellable, gpointer data)
         r->cancelled = TRUE;
         if (r->task)
                 (void)g_task_return_error_if_cancelled(r->task);
-        g_clear_object(&r->task);
+        run_drop_task(r);
         g_source_unref(s);  /* the context holds it until this dispatch returns */
         if (!r->run) {
                 /* Still waiting for the connection. */
@@ -477,12 +489,12 @@ static Run *run_new(FhashClient *self, RunKind kind, GCancellable *cancellable, 
 static void client_submit(FhashClient *self, Run *r)
 {
         if (g_task_return_error_if_cancelled(r->task)) {
-                g_clear_object(&r->task);
+                run_drop_task(r);
                 run_free(r);
                 return;
         }
         if (self->core && self->stale && g_queue_is_empty(&self->runs)) {
-                g_clear_pointer(&self->core, fhash_client_free);
+                self->core = fhash_client_free(self->core);
                 self->stale = FALSE;
         }
         if (self->core) {
@@ -952,7 +964,7 @@ static void fhash_client_finalize(GObject *object)
         FhashClient *self = FHASH_CLIENT(object);
 
         /* Every run and connection holds a reference: none is left. */
-        g_clear_pointer(&self->core, fhash_client_free);
+        self->core = fhash_client_free(self->core);
         g_free(self->fallback_reason);
         g_free(self->busy_reason);
         g_free(self->address);
