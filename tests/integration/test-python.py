@@ -22,7 +22,6 @@ import hashlib
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
