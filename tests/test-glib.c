@@ -275,7 +275,7 @@ static void test_source_cancel(void **state)
 }
 
 typedef struct Inputs {
-        FhashInput *in[6];
+        FhashInput *in[7];
         guint next;
 } Inputs;
 
@@ -286,7 +286,8 @@ static FhashInput *inputs_next(gpointer user_data)
         return s->next < G_N_ELEMENTS(s->in) ? s->in[s->next++] : NULL;
 }
 
-/* A source's inputs: expected digests right and wrong, a skip, an open file, their own algorithm. */
+/* A source's inputs: expected digests right and wrong, a skip, an open file (twice), their own
+ * algorithm. */
 static void test_source_inputs(void **state)
 {
         Fixture *f = *state;
@@ -316,7 +317,9 @@ static void test_source_inputs(void **state)
         assert_null(fhash_input_new_for_fd(-1, NULL, &error));
         assert_true(g_error_matches(error, FHASH_CLIENT_ERROR, FHASH_CLIENT_ERROR_INVALID_ARGS));
         g_clear_error(&error);
-        s.in[5] = NULL;
+        /* The same input again, with a reference of its own: hashed twice, freed once. */
+        s.in[5] = fhash_input_ref(s.in[3]);
+        s.in[6] = NULL;
 
         h = g_signal_connect(f->client, "result", G_CALLBACK(on_result), got);
         fhash_client_hash_source_async(f->client, inputs_next, &s, NULL, NULL, on_done, &c);
@@ -324,7 +327,7 @@ static void test_source_inputs(void **state)
         assert_true(fhash_client_hash_source_finish(f->client, c.result, &error));
         g_object_unref(c.result);
         g_signal_handler_disconnect(f->client, h);
-        assert_int_equal(got->len, 5);
+        assert_int_equal(got->len, 6);
         assert_int_equal(fhash_result_get_status(g_ptr_array_index(got, 0)), FHASH_STATUS_OK);
         assert_string_equal(fhash_result_get_expected(g_ptr_array_index(got, 0)), f->digests[1]);
         assert_int_equal(fhash_result_get_status(g_ptr_array_index(got, 1)), FHASH_STATUS_MISMATCH);
@@ -341,6 +344,8 @@ static void test_source_inputs(void **state)
         assert_string_equal(fhash_result_get_name(g_ptr_array_index(got, 4)), "renamed");
         assert_string_equal(fhash_result_get_algorithm(g_ptr_array_index(got, 4)), "md5");
         assert_string_equal(fhash_result_get_digest(g_ptr_array_index(got, 4)), md5);
+        assert_string_equal(fhash_result_get_name(g_ptr_array_index(got, 5)), "fd four");
+        assert_string_equal(fhash_result_get_digest(g_ptr_array_index(got, 5)), f->digests[4]);
 }
 
 /* A run held at a FIFO without data (its writer holds it open), cancelled from a timer: at once. */

@@ -56,7 +56,8 @@ typedef struct Run {
         FhashSourceFunc source;  /* RUN_SOURCE */
         gpointer source_data;
         GDestroyNotify source_destroy;
-        GHashTable *inputs;      /* RUN_SOURCE: the FhashInputs given to libfhash without a result yet */
+        GHashTable *inputs;      /* RUN_SOURCE: FhashInput -> the references to it we hold, one for each
+                                  * time the source gave it and libfhash has no result for it yet */
         gboolean source_done;
         fhash_run *run;
         GSource *run_source;
@@ -137,8 +138,16 @@ static void run_free(Run *r)
         }
         fhash_run_free(r->run);
         /* Inputs libfhash had taken but never answered (the run failed): ours to drop. */
-        if (r->inputs)
+        if (r->inputs) {
+                GHashTableIter i;
+                gpointer in, refs;
+
+                g_hash_table_iter_init(&i, r->inputs);
+                while (g_hash_table_iter_next(&i, &in, &refs))
+                        for (guint k = GPOINTER_TO_UINT(refs); k > 0; k--)
+                                fhash_input_unref(in);
                 g_hash_table_unref(r->inputs);
+        }
         if (r->source_destroy)
                 r->source_destroy(r->source_data);
         for (guint i = 0; r->fds && i < r->n_fds; i++)
@@ -225,8 +234,16 @@ static void on_core_result(const fhash_result *result, void *userdata)
                 g_ptr_array_add(r->pending, res);
         }
         /* The input (its fd, its strings) is no longer needed once answered. */
-        if (r->kind == RUN_SOURCE && result->userdata)
-                g_hash_table_remove(r->inputs, result->userdata);
+        if (r->kind == RUN_SOURCE && result->userdata) {
+                guint refs = GPOINTER_TO_UINT(g_hash_table_lookup(r->inputs, result->userdata));
+
+                if (refs > 1)
+                        g_hash_table_insert(r->inputs, result->userdata, GUINT_TO_POINTER(refs - 1));
+                else
+                        g_hash_table_remove(r->inputs, result->userdata);
+                if (refs > 0)
+                        fhash_input_unref(result->userdata);
+        }
 }
 
 /* libfhash's source over the caller's FhashSourceFunc: nothing more once cancelled or ended. */
@@ -242,8 +259,10 @@ static int on_core_next(void *userdata, fhash_input *ret)
                 r->source_done = TRUE;
                 return 0;
         }
-        /* The input's strings and fd stay valid until its result, which gives it back as userdata. */
-        g_hash_table_add(r->inputs, in);
+        /* The input's strings and fd stay valid until its result, which gives it back as userdata (a
+         * source may give the same input again, with another reference). */
+        g_hash_table_insert(r->inputs, in,
+                            GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(r->inputs, in)) + 1));
         input_to_core(in, ret);
         return 1;
 }
@@ -697,7 +716,7 @@ void fhash_client_hash_source_async(FhashClient *self, FhashSourceFunc source, g
         r->source = source;
         r->source_data = source_data;
         r->source_destroy = source_destroy;
-        r->inputs = g_hash_table_new_full(NULL, NULL, (GDestroyNotify)fhash_input_unref, NULL);
+        r->inputs = g_hash_table_new(NULL, NULL);
         client_submit(self, r);
 }
 
