@@ -15,7 +15,7 @@
 #include "ctl/audit.h"
 #include "ctl/baseline.h"
 #include "ctl/exit-status.h"
-#include "ctl/manifest.h"
+#include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/walk.h"
 
