@@ -1593,7 +1593,8 @@ def load_files(env):
     import random
     rnd = random.Random(24)
     top = os.path.join(env.tmp, "load")
-    os.makedirs(top, mode=0o755, exist_ok=True)
+    shutil.rmtree(top, ignore_errors=True)  # a second run of LOAD (run_subtest's retry) starts afresh
+    os.makedirs(top, mode=0o755)
     out = {}
     for k, uid in enumerate(LOAD_UIDS):
         d = os.path.join(top, str(uid))
