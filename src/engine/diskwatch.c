@@ -13,14 +13,15 @@
 #include "engine/diskwatch.h"
 #include "engine/engine-internal.h"
 
-void diskwatch_init(DiskWatch *w)
+void diskwatch_init(DiskWatch *w, bool watch)
 {
         *w = (DiskWatch){ .self_io = -1 };
         pthread_mutex_init(&w->lock, NULL);
         for (unsigned i = 0; i < DISKWATCH_MAX; i++)
                 w->fds[i] = -1;
         /* Opened now: under fhashd's ProtectProc=invisible our own /proc entries stay visible. */
-        w->self_io = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+        if (watch)
+                w->self_io = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
 }
 
 void diskwatch_done(DiskWatch *w)

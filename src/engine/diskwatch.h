@@ -56,7 +56,9 @@ typedef struct DiskWatch {
         bool sampled;
 } DiskWatch;
 
-void diskwatch_init(DiskWatch *w);
+/* watch: false for an engine that never holds back (a normal one): nothing is opened, and
+ * diskwatch_add() and diskwatch_hold() do nothing. */
+void diskwatch_init(DiskWatch *w, bool watch);
 void diskwatch_done(DiskWatch *w);
 /* Watches the disk of f from now on (from its statx), if it has one. Any shard thread. */
 void diskwatch_add(DiskWatch *w, const FileSlot *f);

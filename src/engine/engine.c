@@ -188,7 +188,7 @@ int engine_new(const EngineConfig *config, Engine **ret)
         e->config = cfg;
         e->event_fd = -EBADF;
         e->dontcache_ok = true;
-        diskwatch_init(&e->diskwatch);
+        diskwatch_init(&e->diskwatch, cfg.background);
         pthread_mutex_init(&e->event_lock, NULL);
         pthread_mutex_init(&e->init_lock, NULL);
         pthread_cond_init(&e->init_cond, NULL);
