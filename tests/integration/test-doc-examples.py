@@ -119,6 +119,25 @@ def readme_using(ctx, text):
         ft.check(got == want, f"README: `{cmd}` printed\n{got}\ninstead of\n{want}")
 
 
+def readme_tools(ctx, text):
+    """README's fhashctl as the tools: the packages' /usr/lib/fhash/bin is a directory of links to this
+    build's fhashctl, first on PATH (the transcript's export) for every line after it."""
+    d = ctx.fixture("tools")
+    tools = os.path.join(d, "lib-fhash-bin")
+    os.makedirs(tools)
+    for t in ("sha256sum", "cksum", "xxhsum", "b3sum"):
+        os.symlink(ft.fhashctl_path(), os.path.join(tools, t))
+    write(os.path.join(d, "data/sub/y"), b"y")
+    prefix = ""
+    for cmd, want in transcript(text):
+        if cmd.startswith("export PATH=/usr/lib/fhash/bin:"):
+            ft.check(want == "", f"README: `{cmd}` has output")
+            prefix = f"export PATH={tools}:$PATH; "
+            continue
+        _, got = ctx.sh(prefix + cmd, d, daemon=False, check=False)
+        ft.check(got == want, f"README: `{cmd}` printed\n{got}\ninstead of\n{want}")
+
+
 def fhashctl_examples(ctx, text):
     """fhashctl(1)'s EXAMPLES, each in a tree with what it names, through fhashd on "the system bus"."""
     d = ctx.fixture("fhashctl-examples")
@@ -130,6 +149,7 @@ def fhashctl_examples(ctx, text):
     write(os.path.join(d, "data/a"), b"a")
     write(os.path.join(d, "data/sub/b"), b"b")
     write(os.path.join(d, "big.img"), os.urandom(3 << 20))
+    write(os.path.join(d, "data.bin"), os.urandom(5000))
     for cmd, want in transcript(text):
         ft.check(want == "", f"fhashctl(1): an example with output: {cmd}")
         _, out = ctx.sh(cmd, d, daemon=True)
@@ -307,6 +327,7 @@ EXAMPLES = [
     ("README.md", "meson setup build", build_by_hand),
     ("README.md", " callers (D-Bus", diagram),
     ("README.md", "$ fhashctl hash -r data > SUMS", readme_using),
+    ("README.md", "$ export PATH=/usr/lib/fhash/bin:$PATH", readme_tools),
     ("README.md", "static void print_result", lambda ctx, t: c_snippet(ctx, t, "README.md")),
     ("README.md", "import fhash", python_snippet),
     ("README.md", "sudo apt-get install debhelper", covered("README: dpkg-buildpackage and apt-get install", "debian",
