@@ -77,8 +77,11 @@ typedef struct fhash_client fhash_client;
 
 /** Connects (options NULL: the system bus, in-process where fhashd cannot be reached). Reaching
  * fhashd activates it where it is D-Bus activatable. 0, or -errno with error filled in: -ENOTCONN
- * with FHASH_CLIENT_NO_FALLBACK and no fhashd, -EINVAL for bad options (an address that is not a
- * D-Bus address among them), -ENOMEM. */
+ * with FHASH_CLIENT_NO_FALLBACK and no fhashd (the bus's error name when it answered, as
+ * org.freedesktop.DBus.Error.ServiceUnknown when nothing on it is or starts fhashd; else
+ * org.fhash.Hasher1.Error.NotReachable: no bus there, or one that refused the connection; the
+ * message names the bus and its address), -EINVAL for bad options (an address that is not a D-Bus
+ * address among them), -ENOMEM. */
 int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error);
 /** Closes the connection. NULL is allowed. Returns NULL. */
 fhash_client *fhash_client_free(fhash_client *c);

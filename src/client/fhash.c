@@ -14,6 +14,7 @@
 #include "client/client.h"
 #include "client/error.h"
 #include "client/run.h"
+#include "fhash/fhash-dbus.h"
 #include "hash/hash.h"
 #include "protocol/bus.h"
 
@@ -54,7 +55,11 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
                         }
                         if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
                                 free(c);
-                                r = fhash_set_error(error, -ENOTCONN, be.name, "%s", why);
+                                /* The bus's own error name where it answered (ServiceUnknown: nothing
+                                 * there is fhashd), ours where there was no bus to ask. */
+                                r = fhash_set_error(error, -ENOTCONN,
+                                                    bus_error_has_name(&be) ? be.name : FHASH_ERROR_NOT_REACHABLE,
+                                                    "cannot reach fhashd: %s", why);
                                 free(why);
                                 return r;
                         }
