@@ -207,9 +207,13 @@ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userda
  * fhash_run_get_events() (poll(2) flags) until fhash_run_get_timeout() (CLOCK_MONOTONIC, µs; at the
  * latest) and then calls fhash_run_process(), which does what is ready and calls fn for each result
  * that is in order. The fd may change while the run goes on (in-process, when the engine starts):
- * ask for it again after each fhash_run_process(). The arrays and strings given to the start
- * functions are copied or needed only during the call, but the client must outlive the run, and
- * one client runs one thing at a time.
+ * ask for it again after each fhash_run_process(). Nothing waits in the caller's thread: a FIFO
+ * without a writer, or a device that waits for a carrier, is opened without waiting and waits in the
+ * run (its fd among those the run's fd stands for). The arrays and strings given to the start
+ * functions are copied or needed only during the call, but the client must outlive the run. A
+ * client may have several runs at once (each polled on its own fd, fhash_run_process() called for
+ * each): through fhashd they share the client's connection, and a run's fd becomes readable when
+ * another run's fhash_run_process() handled something for it.
  */
 typedef struct fhash_run fhash_run;
 
@@ -230,7 +234,9 @@ int fhash_run_source(fhash_client *c, fhash_source_fn next, void *source_userdat
 int fhash_run_get_fd(fhash_run *r);
 /** The poll(2) events to wait for on it. */
 int fhash_run_get_events(fhash_run *r);
-/** When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
+/** When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs), or
+ * UINT64_MAX when only the fd says: an idle run (a pipe that has nothing yet) does not wake its loop.
+ * A run that is over, or has work to do at once, says now. */
 uint64_t fhash_run_get_timeout(fhash_run *r);
 /** Does what is ready without blocking: 1 while the run goes on, 0 once every file has its result,
  * or -errno with error filled in (the run is over then too). */
@@ -250,7 +256,9 @@ typedef struct fhash_progress {
 int fhash_run_get_progress(fhash_run *r, fhash_progress *ret);
 /** Stops the run: files being hashed end with -ECANCELED (fhashd's jobs are cancelled), and inputs not
  * handed over yet get -ECANCELED results too; fhash_run_process() goes on until every input has its
- * result (a file already hashed or nearly may still come back with its digest). 0, or -EINVAL. */
+ * result (a file already hashed or nearly may still come back with its digest). A run's source
+ * (fhash_run_source()) is not called again: the inputs it gave before get their results, and the
+ * run ends. 0, or -EINVAL. */
 int fhash_run_cancel(fhash_run *r);
 /** libsystemd's event loop (sd-event(3)), declared here so that this header needs no other. */
 typedef struct sd_event sd_event;

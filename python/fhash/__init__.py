@@ -224,7 +224,9 @@ async def _ready(loop, fd: int, events: int, deadline_usec: int):
         loop.add_writer(fd, wake)
         watched.append(loop.remove_writer)
     try:
-        await asyncio.wait_for(fut, max(0.0, deadline_usec / 1e6 - time.monotonic()))
+        # UINT64_MAX: no deadline, only the fd.
+        await asyncio.wait_for(fut, None if deadline_usec == 2**64 - 1 else
+                               max(0.0, deadline_usec / 1e6 - time.monotonic()))
     except asyncio.TimeoutError:
         pass
     finally:
@@ -302,7 +304,8 @@ class Run:
 
     @property
     def timeout(self) -> int:
-        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest."""
+        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest;
+        2**64 - 1: none, only when the fd says."""
         return _lib.fhash_run_get_timeout(self._handle)
 
     def progress(self):
@@ -330,7 +333,8 @@ def _wait(run: Run):
     p = select.poll()
     if run.fd >= 0:
         p.register(run.fd, run.events)
-    p.poll(max(0, int((run.timeout / 1e6 - time.monotonic()) * 1000)))
+    t = run.timeout
+    p.poll(None if t == 2**64 - 1 else max(0, int((t / 1e6 - time.monotonic()) * 1000)))
 
 
 class Client:

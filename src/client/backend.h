@@ -31,7 +31,8 @@ typedef struct BackendOps {
         int (*get_fd)(void *b);
         /* The poll(2) events to wait for on it. */
         int (*get_events)(void *b);
-        /* When to step at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
+        /* When to step at the latest, whatever the fd says (CLOCK_MONOTONIC, µs; UINT64_MAX: only when
+         * the fd says). */
         uint64_t (*get_timeout)(void *b);
         /* The bytes of the files done, and of those known so far (done or being hashed). */
         void (*progress)(void *b, uint64_t *ret_bytes_done, uint64_t *ret_bytes_total);

@@ -344,9 +344,21 @@ static int on_reply_error(BusCalls *cs, BusCall *call, sd_bus_message *m, const 
         return r;
 }
 
+static int on_reply_handle(sd_bus_message *m, BusCall *call);
+
 static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
         BusCall *call = userdata;
+        BusJobs *js = call->calls->jobs;
+        int r;
+
+        r = on_reply_handle(m, call);
+        bus_wake(js->wake);
+        return r;
+}
+
+static int on_reply_handle(sd_bus_message *m, BusCall *call)
+{
         BusCalls *cs = call->calls;
         BusJob *j = call->job;
         const sd_bus_error *e = sd_bus_message_get_error(m);
@@ -426,7 +438,11 @@ int bus_calls_resend(BusCalls *cs)
                 int fd = -EBADF;
 
                 r = feed_open(cs->jobs->feed, item, &fd, &size);
+                /* A FIFO went once already: its writer is there. */
+                if (r == FEED_OPEN_FIFO)
+                        r = feed_fd_blocking(fd);
                 if (r < 0) {
+                        safe_close(fd);
                         bus_jobs_answer(cs->jobs, j, item, &(Outcome){ .status = FHASH_ERROR, .error = r });
                         continue;
                 }

@@ -48,6 +48,17 @@ int bus_open_direct(sd_bus **bus)
         return 1;
 }
 
+void bus_wake(BusWake *w)
+{
+        uint64_t one = 1;
+
+        if (!w || w->stepping || w->woken || w->fd < 0)
+                return;
+        /* An eventfd's counter only fails to take 1 at UINT64_MAX - 1: nothing is lost. */
+        if (write(w->fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+                w->woken = true;
+}
+
 static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
         BusPeer *p = userdata;
@@ -55,8 +66,10 @@ static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret
 
         if (sd_bus_message_read(m, "sss", &name, &old, &new) < 0)
                 return 0;
-        if (streq(name, FHASH_BUS_NAME) && !streq(new, p->daemon ?: ""))
+        if (streq(name, FHASH_BUS_NAME) && !streq(new, p->daemon ?: "")) {
                 p->gone = true;
+                bus_wake(p->wake);
+        }
         return 0;
 }
 
@@ -66,6 +79,7 @@ static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *ret_
         BusPeer *p = userdata;
 
         p->gone = true;
+        bus_wake(p->wake);
         return 0;
 }
 

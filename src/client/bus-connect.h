@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <systemd/sd-bus.h>
 
 /*
@@ -13,6 +14,18 @@
  */
 int bus_open_direct(sd_bus **bus);
 
+/* Waking a run whose connection another run of the same client processed (the runs of a client share
+ * its connection, and sd-bus calls each slot's callback whoever processes): what that run's signals
+ * and replies brought was handled there, and now it has to step. */
+typedef struct BusWake {
+        int fd;          /* an eventfd in the run's epoll set */
+        bool stepping;   /* the run is in its own step: it sees what happens */
+        bool woken;      /* fd written, not read yet */
+} BusWake;
+
+/* Makes the run's fd readable unless it is stepping already. w may be NULL. */
+void bus_wake(BusWake *w);
+
 /* fhashd as one run sees it: where calls go, whose signals count, and whether it went away. */
 typedef struct BusPeer {
         sd_bus *bus;
@@ -20,6 +33,7 @@ typedef struct BusPeer {
         char *daemon;        /* fhashd's unique name on a bus: signals from anybody else are ignored */
         sd_bus_slot *slot;   /* NameOwnerChanged of FHASH_BUS_NAME, or the direct connection's Disconnected */
         bool gone;           /* fhashd exited or lost its name: nothing more will come */
+        BusWake *wake;       /* the run's (set by it), woken when fhashd goes */
 } BusPeer;
 
 /* Finds fhashd on bus and watches it (synchronously: the bus has the match before any call). 0, or

@@ -45,20 +45,20 @@ int bus_job_new(BusJobs *js, JobKind kind, BusJob **ret)
 
 void bus_jobs_sent(BusJobs *js, size_t item)
 {
-        bool *in_flight = feed_mark(js->feed, item);
+        uint8_t *fl = feed_flags(js->feed, item);
 
-        if (in_flight && !*in_flight) {
-                *in_flight = true;
+        if (fl && !(*fl & INPUT_IN_FLIGHT)) {
+                *fl |= INPUT_IN_FLIGHT;
                 js->files_in_flight++;
         }
 }
 
 void bus_jobs_unsent(BusJobs *js, size_t item)
 {
-        bool *in_flight = feed_mark(js->feed, item);
+        uint8_t *fl = feed_flags(js->feed, item);
 
-        if (in_flight && *in_flight) {
-                *in_flight = false;
+        if (fl && (*fl & INPUT_IN_FLIGHT)) {
+                *fl &= (uint8_t)~INPUT_IN_FLIGHT;
                 js->files_in_flight--;
         }
 }
@@ -232,6 +232,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         r = handle_signal(js, m);
         if (r < 0 && js->error == 0)
                 js->error = r;
+        bus_wake(js->wake);
         return 0;
 }
 
@@ -320,16 +321,30 @@ uint64_t bus_jobs_bytes_done(const BusJobs *js)
         return done;
 }
 
+/* The bus refused a match: the run would wait for results that never come. */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        BusJobs *js = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        if (e && js->error == 0) {
+                js->error = -sd_bus_error_get_errno(e) ?: -EIO;
+                bus_wake(js->wake);
+        }
+        return 0;
+}
+
 int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress)
 {
         int r;
 
         *js = (BusJobs){ .feed = feed, .peer = peer };
-        r = sd_bus_match_signal(peer->bus, &js->s_sig, peer->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
-                                NULL, on_signal, js);
+        r = sd_bus_match_signal_async(peer->bus, &js->s_sig, peer->daemon, FHASH_MANAGER_PATH,
+                                      FHASH_MANAGER_INTERFACE, NULL, on_signal, on_match_installed, js);
         if (r >= 0 && watch_progress)
-                r = sd_bus_match_signal(peer->bus, &js->s_props, peer->daemon, NULL, "org.freedesktop.DBus.Properties",
-                                        "PropertiesChanged", on_properties, js);
+                r = sd_bus_match_signal_async(peer->bus, &js->s_props, peer->daemon, NULL,
+                                              "org.freedesktop.DBus.Properties", "PropertiesChanged", on_properties,
+                                              on_match_installed, js);
         return r < 0 ? r : 0;
 }
 

@@ -28,6 +28,13 @@ static inline bool kind_eq(JobKind a, JobKind b)
 
 typedef struct BusJobs BusJobs;
 
+/* bus-run.c's flags of an input (feed_flags()). */
+enum {
+        INPUT_IN_FLIGHT = 1u << 0,  /* in fhashd (or in a call to it), no result yet */
+        INPUT_PARKED = 1u << 1,     /* a FIFO waiting for its writer, a file for its lease */
+        INPUT_COUNTED = 1u << 2,    /* its size is in the run's bytes_total */
+};
+
 typedef struct BusJob {
         BusJobs *jobs;
         struct BusJob *next;       /* BusJobs.list, newest first */
@@ -62,11 +69,13 @@ struct BusJobs {
         size_t results_seen;       /* results that came back, ever: a Busy retry waits for one */
         uint64_t bytes_finished;   /* sizes of the files hashed */
         bool stop;                 /* a job of ours was cancelled by someone else: so is the rest */
+        BusWake *wake;             /* the run's: woken by what another run's processing brought */
         int error;                 /* fatal for the run: stop and return it */
 };
 
 /* Subscribes to the jobs' signals (FilesHashed, JobFinished; PropertiesChanged for progress), from
- * fhashd only, synchronously: the bus has the matches before any call. 0, or -errno; the caller
+ * fhashd only. The AddMatch calls go first on the connection, and the bus handles a connection's
+ * messages in order: it has the matches before any call that makes a job. 0, or -errno; the caller
  * calls bus_jobs_done() either way. */
 int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress);
 void bus_jobs_done(BusJobs *js);

@@ -24,7 +24,7 @@ typedef struct Slot {
         bool has_path, has_expected;
         bool answered;                  /* its result is in: delivered, or waiting for its turn */
         bool delivered;                 /* unordered: handed over already */
-        bool mark;                      /* the backend's (feed_mark()) */
+        uint8_t flags;                  /* the backend's (feed_flags()) */
         const char *skip;               /* a skip reason, interned in Feed.notes */
         /* A result that came before its turn, kept until then. */
         fhash_status status;
@@ -305,7 +305,8 @@ static void answer(Feed *f, size_t index, Slot *s, fhash_status st, int error, u
                 s->hex_long = strdup(hex);
 }
 
-/* Pulls one input from the source into the ring: 1, 0 at the end of the source, or -errno. */
+/* Pulls one input from the source into the ring: 1, 0 at the end of the source (or once cancelled),
+ * or -errno. */
 static int pull(Feed *f)
 {
         const RunOptions *o = f->options;
@@ -350,8 +351,6 @@ static int pull(Feed *f)
                 answer(f, index, s, FHASH_SKIPPED, 0, 0, NULL, NULL);
         else if (error < 0)
                 answer(f, index, s, FHASH_ERROR, error, 0, NULL, NULL);
-        else if (f->cancelled)
-                answer(f, index, s, FHASH_CANCELLED, -ECANCELED, 0, NULL, NULL);
         return 1;
 }
 
@@ -365,7 +364,16 @@ int feed_next(Feed *f, size_t from, size_t *ret_index)
                 /* What was pulled may have been delivered at once (and the head moved past it). */
                 i = MAX(i, f->next);
                 if (i < f->n_items) {
-                        if (!slot_of(f, i)->answered) {
+                        Slot *s = slot_of(f, i);
+
+                        if (!s->answered && f->cancelled) {
+                                /* Pulled before the cancel, never handed to a backend: answered
+                                 * here, in its turn. */
+                                answer(f, i, s, FHASH_CANCELLED, -ECANCELED, 0, NULL, NULL);
+                                i++;
+                                continue;
+                        }
+                        if (!s->answered) {
                                 *ret_index = i;
                                 return 1;
                         }
@@ -398,7 +406,7 @@ int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
         if (!in->path || streq(in->path, "-"))
                 fd = fcntl(in->path ? STDIN_FILENO : in->fd, F_DUPFD_CLOEXEC, 3);
         else
-                fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
@@ -406,8 +414,28 @@ int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
         /* As sha256sum: a directory fails here with "Is a directory", not in the engine or fhashd. */
         if (S_ISDIR(st.st_mode))
                 return -EISDIR;
+        /* The caller's fd and standard input share their flags with the caller: untouched. A FIFO we
+         * opened waits for its writer in the caller's loop, not here; anything else reads as
+         * opened without O_NONBLOCK (io_uring honours the flag: a device would say EAGAIN). */
+        if (in->path && !streq(in->path, "-") && !S_ISFIFO(st.st_mode)) {
+                int k = feed_fd_blocking(fd);
+
+                if (k < 0)
+                        return k;
+        }
         *ret_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX;
         *ret_fd = TAKE_FD(fd);
+        return in->path && !streq(in->path, "-") && S_ISFIFO(st.st_mode) ? FEED_OPEN_FIFO : 0;
+}
+
+int feed_fd_blocking(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl < 0)
+                return negative_errno();
+        if ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+                return negative_errno();
         return 0;
 }
 
@@ -442,16 +470,20 @@ bool feed_answered(const Feed *f, size_t index)
         return !s || s->answered;
 }
 
-bool *feed_mark(Feed *f, size_t index)
+uint8_t *feed_flags(Feed *f, size_t index)
 {
         Slot *s = slot_of(f, index);
 
-        return s && !s->answered ? &s->mark : NULL;
+        return s && !s->answered ? &s->flags : NULL;
 }
 
 void feed_cancel(Feed *f)
 {
         f->cancelled = true;
+        /* A caller's source may be a walk of millions of entries: it is not called again. The
+         * library's own array costs nothing to pull: each of its inputs gets its cancelled result. */
+        if (!f->options->inputs_given)
+                f->source_done = true;
 }
 
 bool feed_is_cancelled(const Feed *f)
@@ -462,6 +494,11 @@ bool feed_is_cancelled(const Feed *f)
 size_t feed_pulled(const Feed *f)
 {
         return f->n_items;
+}
+
+size_t feed_head(const Feed *f)
+{
+        return f->next;
 }
 
 size_t feed_pending(const Feed *f)

@@ -234,8 +234,13 @@ static int local_quick(Local *l, size_t i)
         if (l->e || l->quick_files >= LOCAL_QUICK_FILES || o->algos.n > 1 || o->dontcache ||
             o->strategy != ENGINE_READ_AUTO || (in->path && streq(in->path, "-")))
                 return 0;
-        /* O_NONBLOCK: a FIFO does not wait for a writer here, a file with a lease does not wait
-         * for it to be broken (both are the engine's, off this thread); reads ignore it. */
+        /* Not a FIFO, not opened: opening it here, even without waiting, would let a writer that
+         * waits for a reader go on, and closing it again would leave that writer with EPIPE before
+         * the engine's open came. What is not a regular file is the engine's. */
+        if (in->path && stat(in->path, &before) >= 0 && !S_ISREG(before.st_mode) && !S_ISDIR(before.st_mode))
+                return 0;
+        /* O_NONBLOCK: a file with a lease does not wait for it to be broken (that is the engine's,
+         * off this thread); reads ignore it. */
         if (in->path)
                 fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         else
@@ -474,13 +479,12 @@ static int local_get_events(void *p)
 static uint64_t local_get_timeout(void *p)
 {
         Local *l = p;
-        uint64_t now = now_usec();
 
-        /* More to give the engine, or none yet: no waiting. Else look in within 100 ms whatever the
-         * fd says. */
+        /* More to give the engine, or none yet: no waiting. Else only the engine's fd: it is readable
+         * whenever a result or a job's end waits (test-local-wake holds it to that). */
         if (!l->done && (!l->e || wants_more(l)))
-                return now;
-        return now + 100000;
+                return now_usec();
+        return UINT64_MAX;
 }
 
 static void local_progress(void *p, uint64_t *ret_bytes_done, uint64_t *ret_bytes_total)

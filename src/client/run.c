@@ -237,6 +237,7 @@ int run_start_arrays(fhash_client *c, const char *const *paths, const int *fds, 
         }
         a->n = n;
         r->n_given = n;
+        r->options.inputs_given = true;
         return run_begin(r, array_next, a, fn, userdata, ret, error);
 }
 
@@ -346,6 +347,7 @@ static int on_event_time(sd_event_source *s, uint64_t usec, void *userdata);
 static int event_rearm(fhash_run *r, int k)
 {
         sd_event *e = sd_event_source_get_event(r->time_source);
+        uint64_t t;
         int fd;
 
         if (k <= 0) {
@@ -366,7 +368,11 @@ static int event_rearm(fhash_run *r, int k)
                         r->io_fd = -1; /* the timer goes on alone */
         } else if (r->io_source)
                 (void)sd_event_source_set_io_events(r->io_source, (uint32_t)fhash_run_get_events(r));
-        (void)sd_event_source_set_time(r->time_source, fhash_run_get_timeout(r));
+        t = fhash_run_get_timeout(r);
+        /* UINT64_MAX: only the fd says when (an idle run); the timer sleeps. */
+        if (t == UINT64_MAX)
+                return sd_event_source_set_enabled(r->time_source, SD_EVENT_OFF);
+        (void)sd_event_source_set_time(r->time_source, t);
         return sd_event_source_set_enabled(r->time_source, SD_EVENT_ONESHOT);
 }
 
