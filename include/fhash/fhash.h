@@ -88,7 +88,9 @@ fhash_client *fhash_client_free(fhash_client *c);
 /** 1 when the client hashes through fhashd, 0 when in this process. */
 int fhash_client_uses_daemon(const fhash_client *c);
 /** Why the client hashes in this process although it was not told to (FHASH_CLIENT_LOCAL): what
- * reaching fhashd said; NULL otherwise. Lasts as long as the client. */
+ * reaching fhashd said (the bus, its address, what was wrong), or why a run with FHASH_HASH_RESUME
+ * that lost fhashd went on in this process; NULL otherwise. Lasts as long as the client (a later
+ * fallback replaces it). */
 const char *fhash_client_get_fallback_reason(const fhash_client *c);
 
 /** What became of one file (fhash_result.status): the same through fhashd and in this process. */
@@ -141,6 +143,21 @@ enum {
         /** Results as files complete, not in the order given (index says which): a slow file does not
          * hold back the others' results. */
         FHASH_HASH_UNORDERED = 1u << 2,
+        /** Through fhashd: when fhashd goes away in the middle of the run (a crash, a restart, a
+         * package upgrade), connect again, which activates it again where it is D-Bus activatable, and
+         * send it exactly the inputs that have no result yet; where no fhashd answers any more, go on
+         * in this process unless the client has FHASH_CLIENT_NO_FALLBACK. No result is lost or given
+         * twice, and results keep their order. A stream (a pipe, a FIFO, a device, standard input
+         * that is not a file) fhashd had begun to read cannot be read again: its result is an
+         * -EIO error. An fhashd that stops cleanly cancels its jobs first; the run tells that from a
+         * cancel by someone else (fhashctl cancel) by fhashd's State property. When fhashd keeps
+         * going away before it hashed anything (3 times in a row), or no fhashd answers and the
+         * client has FHASH_CLIENT_NO_FALLBACK, the run fails with -ENOTCONN and
+         * org.fhash.Hasher1.Error.Gone. Without this flag a run that loses fhashd fails with
+         * -ECONNRESET and org.fhash.Hasher1.Error.Gone (after a clean stop, which cancelled the
+         * job first, its files not hashed may instead end FHASH_CANCELLED). fhashctl sets it;
+         * libraries from before it ignore it. */
+        FHASH_HASH_RESUME = 1u << 3,
 };
 
 /** What to compute and how to read; zeroed (or NULL): SHA-256, files read as fhashd sees fit. */
@@ -163,7 +180,8 @@ typedef struct fhash_hash_options {
 /** Hashes n files by path (relative paths from the current directory; "-" is standard input),
  * calling fn for each, in order, and returns once every file has its result: 0 (files that failed
  * have an error in their result, not here), or -errno with error filled in when the run itself
- * could not happen (-EINVAL: an unknown algorithm or bad options; fhashd gone in the middle). */
+ * could not happen (-EINVAL: an unknown algorithm or bad options; -ECONNRESET with
+ * org.fhash.Hasher1.Error.Gone: fhashd went away in the middle, see FHASH_HASH_RESUME). */
 int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
                      fhash_result_fn fn, void *userdata, fhash_error *error);
 
@@ -209,11 +227,12 @@ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userda
  * that is in order. The fd may change while the run goes on (in-process, when the engine starts):
  * ask for it again after each fhash_run_process(). Nothing waits in the caller's thread: a FIFO
  * without a writer, or a device that waits for a carrier, is opened without waiting and waits in the
- * run (its fd among those the run's fd stands for). The arrays and strings given to the start
- * functions are copied or needed only during the call, but the client must outlive the run. A
- * client may have several runs at once (each polled on its own fd, fhash_run_process() called for
- * each): through fhashd they share the client's connection, and a run's fd becomes readable when
- * another run's fhash_run_process() handled something for it.
+ * run (its fd among those the run's fd stands for); connecting to fhashd again (FHASH_HASH_RESUME)
+ * goes on call by call. The arrays and strings given to the start functions are copied or needed
+ * only during the call, but the client must outlive the run. A client may have several runs at once
+ * (each polled on its own fd, fhash_run_process() called for each): through fhashd they share the
+ * client's connection, and a run's fd becomes readable when another run's fhash_run_process()
+ * handled something for it.
  */
 typedef struct fhash_run fhash_run;
 

@@ -8,7 +8,7 @@
 #include "hash/algo.h"
 
 /* Hashes a source's inputs (in-process or through fhashd, as the command line says), fn getting each
- * result; returns 0 or -errno after saying why. */
+ * result; returns 0 or -errno after saying why: -ECONNABORTED when the run stopped part-way. */
 typedef int (*AuditRunFn)(fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata,
                           void *ctx);
 
@@ -29,6 +29,7 @@ typedef struct AuditOptions {
  * whose digest is that of a listed file not found is "moved" from it instead, and the listed files
  * left are "missing". Lines: files in walk order as they are hashed (ok, changed), then new and moved
  * ones in walk order, then missing ones in manifest order; a summary on stderr. Returns the exit
- * code: 0 when every file is ok, 1 when anything is not (or could not be read), 2 for usage errors.
+ * code: 0 when every file is ok, 1 when anything is not (or could not be read), 2 for usage errors,
+ * 3 when the run stopped part-way.
  */
 int audit_run(const char *manifest, const char *dir, const AuditOptions *o);

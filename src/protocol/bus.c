@@ -61,6 +61,9 @@ int bus_open(BusKind kind, const char *address, const char *description, sd_bus 
         return 0;
 }
 
+/* fhashds in a row that may exit while they are pinged before connecting gives up. */
+#define BUS_PING_AGAIN_MAX 4
+
 int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error)
 {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -71,11 +74,18 @@ int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
                 return r;
 
         /* A Ping through the name starts fhashd where it is D-Bus activatable, and tells us at once
-         * (ServiceUnknown / NameHasNoOwner) when it is not there, so that the caller can fall back. */
-        r = sd_bus_call_method(bus, FHASH_BUS_NAME, FHASH_MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping",
-                               error, NULL, NULL);
-        if (r < 0)
-                return r;
+         * (ServiceUnknown / NameHasNoOwner) when it is not there, so that the caller can fall back.
+         * NoReply: the fhashd that had the name exited before it answered (a restart, an upgrade);
+         * asked again, the name activates the next one. */
+        for (unsigned attempt = 0;; attempt++) {
+                r = sd_bus_call_method(bus, FHASH_BUS_NAME, FHASH_MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+                                       error, NULL, NULL);
+                if (r >= 0)
+                        break;
+                if (attempt >= BUS_PING_AGAIN_MAX || !sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY))
+                        return r;
+                sd_bus_error_free(error);
+        }
         *ret = TAKE_PTR(bus);
         return 0;
 }

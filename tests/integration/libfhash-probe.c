@@ -2,12 +2,13 @@
 /* libfhash-probe.c: libfhash's non-blocking API driven as an integrator's event loop drives it, with
  * what the loop sees measured: how long each call held it, how often an idle run woke it, how far a
  * cancelled run pulled its source, and the error a failed run or client gave. Only the public header.
- * Its script is tests/integration/test-client-loop.py.
+ * Its scripts are tests/integration/test-client-loop.py and test-resume.py.
  *
  *   libfhash-probe fifo BUS|--local FIFO WRITER_FIRST DATA
  *   libfhash-probe cancel-source BUS|--local FILE N
  *   libfhash-probe idle BUS|--local SECONDS
  *   libfhash-probe connect BUS|--system
+ *   libfhash-probe hash BUS|--local [--resume] [--no-direct] [--no-fallback] [--unordered] LISTFILE
  *   libfhash-probe concurrent BUS|--local LISTFILE
  *
  * BUS is a D-Bus address; --local hashes in-process. Each prints one line of "key=value" words (hash:
@@ -276,6 +277,40 @@ static int probe_connect(const char *where)
         return 0;
 }
 
+static void print_line(const fhash_result *r, void *userdata)
+{
+        if (r->digest)
+                printf("%s  %s\n", r->digest, r->name);
+        else
+                printf("ERROR %s: %s\n", r->name, r->message);
+}
+
+/* The paths of listfile, one a line, hashed and printed as sha256sum prints them; the run's error on
+ * stderr. */
+static int probe_hash(const char *where, unsigned hash_flags, unsigned client_flags, const char *listfile)
+{
+        fhash_hash_options o = { .flags = hash_flags };
+        fhash_client *c = NULL;
+        fhash_run *run = NULL;
+        Loop l = {};
+        List list;
+
+        if (read_list(listfile, &list) < 0 || client(where, client_flags, &c) < 0)
+                return 3;
+        if (fhash_run_paths(c, (const char *const *)list.paths, list.n, &o, print_line, NULL, &run, &l.e) < 0) {
+                fprintf(stderr, "error=%d name=%s message=%s\n", l.e.error, l.e.name, l.e.message);
+                return 3;
+        }
+        loop_run(&l, run, 0);
+        fflush(stdout);
+        if (l.r < 0)
+                fprintf(stderr, "error=%d name=%s message=%s\n", l.e.error, l.e.name, l.e.message);
+        fhash_run_free(run);
+        fhash_client_free(c);
+        list_free(&list);
+        return l.r < 0 ? 3 : 0;
+}
+
 typedef struct Count {
         size_t n, ok;
 } Count;
@@ -348,6 +383,20 @@ int main(int argc, char *argv[])
                 return probe_connect(argv[2]);
         if (argc == 4 && strcmp(argv[1], "concurrent") == 0)
                 return probe_concurrent(argv[2], argv[3]);
+        if (argc >= 4 && strcmp(argv[1], "hash") == 0) {
+                unsigned hf = 0, cf = 0;
+
+                for (int i = 3; i < argc - 1; i++)
+                        if (strcmp(argv[i], "--resume") == 0)
+                                hf |= FHASH_HASH_RESUME;
+                        else if (strcmp(argv[i], "--no-direct") == 0)
+                                cf |= FHASH_CLIENT_NO_DIRECT;
+                        else if (strcmp(argv[i], "--no-fallback") == 0)
+                                cf |= FHASH_CLIENT_NO_FALLBACK;
+                        else if (strcmp(argv[i], "--unordered") == 0)
+                                hf |= FHASH_HASH_UNORDERED;
+                return probe_hash(argv[2], hf, cf, argv[argc - 1]);
+        }
         fprintf(stderr, "usage: see the top of libfhash-probe.c\n");
         return 2;
 }
