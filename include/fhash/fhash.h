@@ -16,8 +16,16 @@
  * with the same engine, unless told not to.
  *
  * Errors are negative errno values. A function that takes an fhash_error fills it in on failure with
- * the D-Bus error name (or "") and a message for people. Thread safety: an fhash_client is used by
- * one thread at a time; different clients may be used from different threads at once.
+ * the D-Bus error name (or "") and a message for people: fhashd's names (fhash-dbus.h), the bus's,
+ * and two of libfhash's own, org.fhash.Hasher1.Error.NotReachable (no fhashd could be reached:
+ * no bus, or a bus that refused the connection) and org.fhash.Hasher1.Error.Gone (fhashd went away
+ * during a run). Thread safety: an fhash_client is used by one thread at a time; different clients
+ * may be used from different threads at once. A client may have several runs at once.
+ *
+ * Environment: FHASHCTL_BUSY_TIMEOUT (seconds, default 300, 0: for ever) is how long a run through
+ * fhashd goes on sending calls that fhashd answers Busy (a per-user limit) before it fails with
+ * org.fhash.Hasher1.Error.Busy; DBUS_SYSTEM_BUS_ADDRESS and DBUS_SESSION_BUS_ADDRESS (or
+ * XDG_RUNTIME_DIR) say where the buses are, as for every D-Bus client.
  *
  * Room to grow: the structs a program fills in (options, inputs) end in reserved fields that must be
  * zero (zero-initialise them, as in the examples), and those the library fills in (results, progress,
@@ -66,7 +74,8 @@ typedef struct fhash_client_options {
         unsigned flags;       /**< FHASH_CLIENT_* */
         /** Called once per run when fhashd has answered Busy (a per-user limit) for over a second:
          * reason is its message, gives_up is 1 when the run will fail after FHASHCTL_BUSY_TIMEOUT
-         * seconds (default 60; 0: waits for ever). NULL: nothing is said. */
+         * seconds (the environment variable; default 300; 0: waits for ever). NULL: nothing is
+         * said. */
         void (*busy_notice)(const char *reason, int gives_up, void *userdata);
         void *notice_userdata;  /**< given to busy_notice */
         uint64_t reserved[8];   /**< must be zero (-EINVAL otherwise): for later options */
