@@ -19,12 +19,13 @@ BASELINE_FULL = os.path.join(HERE, 'baseline-full.json')
 BASELINE_QUICK = os.path.join(HERE, 'baseline-quick.json')
 
 ALGOS = ['sha256', 'sha512', 'sha1', 'md5', 'sha3-256', 'blake2b', 'blake3', 'xxh3', 'xxh128', 'crc32c',
-         'sha224', 'sha384', 'sha3-384', 'sha3-512', 'sm3', 'blake2s', 'xxh32', 'xxh64']
+         'sha224', 'sha384', 'sha3-384', 'sha3-512', 'sm3', 'blake2s', 'xxh32', 'xxh64', 'fsverity']
 DIGEST_HEX = {'sha256': 64, 'sha512': 128, 'sha1': 40, 'md5': 32, 'sha3-256': 64, 'blake2b': 128,
               'blake3': 64, 'xxh3': 16, 'xxh128': 32, 'crc32c': 8, 'sha224': 56, 'sha384': 96, 'sha3-384': 96,
-              'sha3-512': 128, 'sm3': 64, 'blake2s': 64, 'xxh32': 8, 'xxh64': 16}
-# Hashes whose one file can use several cores (BLAKE3's tree): their ceiling on one file is all cores.
-PARALLEL_ALGOS = {'blake3'}
+              'sha3-512': 128, 'sm3': 64, 'blake2s': 64, 'xxh32': 8, 'xxh64': 16, 'fsverity': 64}
+# Hashes whose one file can use several cores (BLAKE3's tree, fs-verity's): their ceiling on one file
+# is all cores.
+PARALLEL_ALGOS = {'blake3', 'fsverity'}
 # `openssl speed -evp` names; the other algorithms' in-memory ceiling comes from bench-hash.
 OPENSSL_SPEED_NAMES = {'sha256': 'sha256', 'sha512': 'sha512', 'sha1': 'sha1', 'md5': 'md5',
                        'sha3-256': 'sha3-256', 'blake2b': 'blake2b512'}

@@ -51,6 +51,8 @@ PEERS = {
     'blake2s': [('openssl dgst', ['openssl', 'dgst', '-blake2s256'], ()), ('rhash', ['rhash', '--blake2s'], ('single',))],
     'xxh32': [('xxhsum -H0', ['xxhsum', '-H0'], ())],
     'xxh64': [('xxhsum -H1', ['xxhsum', '-H1'], ())],
+    # fsverity-utils: one file at a time on one core (libfsverity reads it through one callback).
+    'fsverity': [('fsverity digest', ['fsverity', 'digest'], ())],
 }
 # The single-process form of a peer that walks a directory itself (its 'single' or 'threads' form):
 # extra arguments after its argv prefix, run in the set's directory. Others go through one `xargs`.
@@ -66,7 +68,7 @@ RECURSIVE = {'rhash': ['-r', '.'], 'hashdeep': ['-r', '.']}
 XARGS_N = {'sha256sum': 2048, 'sha512sum': 2048, 'sha1sum': 2048, 'md5sum': 2048, 'b2sum': 2048,
            'openssl dgst': 8192, 'rhash': 8192, 'b3sum': 4096, 'b3sum -t1': 4096, 'xxhsum -H3': 4096,
            'xxhsum -H128': 4096, 'sha224sum': 2048, 'sha384sum': 2048, 'cksum -a sm3': 2048,
-           'xxhsum -H0': 4096, 'xxhsum -H1': 4096}
+           'xxhsum -H0': 4096, 'xxhsum -H1': 4096, 'fsverity digest': 4096}
 XARGS_BATCHES_PER_CORE = 4
 
 # Several algorithms in one read (`fhashctl -a A,B`, issue 16) against the tools that do the same
@@ -124,7 +126,8 @@ def parse_multi(out, algos, cwd, untagged=None):
 def parse_digests(out, algo, cwd):
     """{path: hex digest} from a checksum tool's output, whichever of the forms the peers print:
     GNU (`HEX  NAME`, sha256sum, b3sum, rhash, xxhsum -H128, fhashctl, bench-engine --digests), BSD
-    (`NAME (PATH) = HEX`, `SHA2-256(PATH)= HEX`: openssl dgst, xxhsum -H3) and hashdeep's CSV
+    (`NAME (PATH) = HEX`, `SHA2-256(PATH)= HEX`: openssl dgst, xxhsum -H3), fsverity digest's
+    `sha256:HEX PATH` and hashdeep's CSV
     (`SIZE,HEX,/ABSOLUTE/PATH`, after its `%%%%` and `##` header lines). Paths are normalised relative to
     cwd, so `./d/f`, `d/f` and `/data/set/d/f` are the same file. Lines that are none of these (result
     lines, headers) are left out; the caller compares the count with the number of files."""
@@ -132,9 +135,10 @@ def parse_digests(out, algo, cwd):
     gnu = re.compile(r'^\\?(?:XXH3_|XXH128_)?([0-9a-f]{%d}) [ *](.+)$' % n)
     bsd = re.compile(r'^[\w-]+ ?\((.+)\) ?= ?([0-9a-f]{%d})$' % n)
     deep = re.compile(r'^\d+,([0-9a-f]{%d}),(.+)$' % n)
+    fsv = re.compile(r'^sha(?:256|512):([0-9a-f]{%d}) (.+)$' % n)  # fsverity digest: one blank
     got = {}
     for line in out.splitlines():
-        m = gnu.match(line)
+        m = gnu.match(line) or fsv.match(line)
         if m:
             digest, path = m.group(1), m.group(2)
         else:

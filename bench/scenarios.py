@@ -11,7 +11,7 @@ from .common import MiB
 
 # What each set scenario measures. Hot: the four algorithm families of issue 14 (SHA-2, BLAKE3,
 # XXH3 and XXH3-128); cold: one of each speed class (the disk is the limit for the fast ones).
-SET_HOT_ALGOS = ('sha256', 'blake3', 'xxh3', 'xxh128')
+SET_HOT_ALGOS = ('sha256', 'blake3', 'xxh3', 'xxh128', 'fsverity')
 SET_COLD_ALGOS = ('sha256', 'blake3', 'xxh3')
 BIG_COLD_ALGOS = ('sha256', 'blake3', 'xxh3')
 

@@ -57,7 +57,7 @@ for _ms, _ in MULTI_SETS:
             '÷ best peer or tool pair', 1.0, 'ge', True)
 # Issue 14's targets, one per regime: <kind>-<data set>-<cache>-<algorithm>.
 DS_TITLES = {'big': '4 GiB', 'mid': '2,000 × 1 MiB', 'small': '20,000 × 4 KiB', 'mixed': 'mixed tree'}
-ALGO_TITLES = {'sha256': 'SHA-256', 'blake3': 'BLAKE3', 'xxh3': 'XXH3', 'xxh128': 'XXH3-128'}
+ALGO_TITLES = {'sha256': 'SHA-256', 'blake3': 'BLAKE3', 'xxh3': 'XXH3', 'xxh128': 'XXH3-128', 'fsverity': 'fs-verity'}
 # P: the engine ÷ the fastest peer (any form) on the same data, algorithm and cache state.
 for _ds in DS_TITLES:
     for _a in SET_HOT_ALGOS:

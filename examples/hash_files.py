@@ -3,12 +3,13 @@
 """hash_files.py: the fhash Python module in a few lines. Prints what `sha256sum FILE...` prints, through
 fhashd where it can be reached (the system bus, or --address ADDR), else in this process."""
 import sys
+from typing import List, Optional
 
 import fhash
 
 
-def main(argv):
-    address = None
+def main(argv: List[str]) -> int:
+    address: Optional[str] = None
     if len(argv) > 2 and argv[1] == "--address":
         address, argv = argv[2], argv[2:]
     status = 0

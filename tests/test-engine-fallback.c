@@ -60,6 +60,9 @@ static int child_no_uring(void)
         return child_hash_check(IO_MODE_PREAD);
 }
 
+#define EMFILE_ROUNDS 40
+#define EMFILE_ROUND_USEC (20 * USEC_PER_SEC)
+
 /* Out of fds for real: with RLIMIT_NOFILE a little above what the process holds, a job of 300 files
  * (64 opened at once by default, over 3 shards) runs into EMFILE; the engine must queue the opens and
  * retry as its own files close, on any shard (one that holds no fd waits for another's closes), and
@@ -70,8 +73,6 @@ static int child_emfile(void)
         const size_t n = 300;
         uint8_t ref[HASH_DIGEST_MAX], *data = malloc(4096);
         Engine *e = NULL;
-        EngineJob *j = NULL;
-        Collector c;
         struct rlimit rl;
         int k;
 
@@ -83,36 +84,50 @@ static int child_emfile(void)
                 if (asprintf(&p, "%s/%03zu", dir, i) < 0 || th_write_random_file(p, 4096, (uint32_t)i + 1) < 0)
                         return 10;
         }
-        collector_init(&c, n);
-        if (engine_job_new(e, HASH_SHA256, NULL, &j) < 0)
-                return 12;
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *p = NULL;
-                if (asprintf(&p, "%s/%03zu", dir, i) < 0 || engine_job_add_path(j, p) < 0)
-                        return 12;
-        }
         rl.rlim_cur = rl.rlim_max = (rlim_t)th_count_fds() + 8;
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
                 return 77;
-        if (engine_job_start(j, &test_callbacks, &c) < 0)
-                return 13;
-        while (!c.done)
-                engine_run_once(e, 100000);
-        for (size_t i = 0; i < n; i++) {
-                th_fill_random(data, 4096, (uint32_t)i + 1);
-                hash_oneshot(HASH_SHA256, data, 4096, ref);
-                if (c.results[i].status != ENGINE_FILE_OK) {
-                        fprintf(stderr, "file %zu: status %d error %s\n", i, c.results[i].status,
-                                strerror(-c.results[i].error));
-                        return 14;
+        /* Rounds: a shard that defers its opens just after another closed its last fd must not wait
+         * for a close that will never come (a round that takes EMFILE_ROUND_USEC has). */
+        for (unsigned round = 0; round < EMFILE_ROUNDS; round++) {
+                EngineJob *j = NULL;
+                Collector c;
+                uint64_t t0 = now_usec();
+
+                collector_init(&c, n);
+                if (engine_job_new(e, HASH_SHA256, NULL, &j) < 0)
+                        return 12;
+                for (size_t i = 0; i < n; i++) {
+                        _cleanup_free_ char *p = NULL;
+                        if (asprintf(&p, "%s/%03zu", dir, i) < 0 || engine_job_add_path(j, p) < 0)
+                                return 12;
                 }
-                if (memcmp(c.results[i].digest, ref, 32) != 0)
-                        return 15;
+                if (engine_job_start(j, &test_callbacks, &c) < 0)
+                        return 13;
+                while (!c.done) {
+                        engine_run_once(e, 100000);
+                        if (now_usec() - t0 > EMFILE_ROUND_USEC) {
+                                fprintf(stderr, "round %u: not done after %.0f s\n", round,
+                                        (double)EMFILE_ROUND_USEC / USEC_PER_SEC);
+                                return 16;
+                        }
+                }
+                for (size_t i = 0; i < n; i++) {
+                        th_fill_random(data, 4096, (uint32_t)i + 1);
+                        hash_oneshot(HASH_SHA256, data, 4096, ref);
+                        if (c.results[i].status != ENGINE_FILE_OK) {
+                                fprintf(stderr, "round %u, file %zu: status %d error %s\n", round, i,
+                                        c.results[i].status, strerror(-c.results[i].error));
+                                return 14;
+                        }
+                        if (memcmp(c.results[i].digest, ref, 32) != 0)
+                                return 15;
+                }
+                engine_job_unref(j);
+                collector_done(&c);
         }
-        engine_job_unref(j);
         engine_free(e);
         free(data);
-        collector_done(&c);
         th_rm_rf(dir);
         return 0;
 }

@@ -333,7 +333,7 @@ static void test_dontcache(void **state)
 static void test_mmap_windows(void **state)
 {
         static const uint64_t sizes[] = { (96u << 20) + 5, (288u << 20) + 1023 };
-        static const HashAlgo algos[] = { HASH_BLAKE3, HASH_SHA256, HASH_XXH3 };
+        static const HashAlgo algos[] = { HASH_BLAKE3, HASH_SHA256, HASH_XXH3, HASH_FSVERITY };
         _cleanup_free_ char *dir = th_mkdtemp("engine-windows");
         Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
         EngineJobOptions o = { .strategy = ENGINE_READ_MMAP };
@@ -347,9 +347,48 @@ static void test_mmap_windows(void **state)
                         EngineFileResult r = hash_one(e, algos[k], path, -EBADF, &o);
                         assert_result_matches(&r, algos[k], path);
                         assert_int_equal(r.strategy, ENGINE_READ_MMAP);
-                        assert_int_equal(r.parallel, algos[k] == HASH_BLAKE3 && engine_get_workers(e) > 1);
+                        assert_int_equal(r.parallel, (algos[k] == HASH_BLAKE3 || algos[k] == HASH_FSVERITY) &&
+                                                             engine_get_workers(e) > 1);
                 }
                 (void)unlink(path);
+        }
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
+/* fs-verity with other block sizes and SHA-512, each strategy: the file's block hashes come from
+ * pieces on every worker, as `fsverity digest --block-size` computes them on one. */
+static void test_fsverity_params(void **state)
+{
+        static const EngineReadStrategy strategies[] = { ENGINE_READ_BUFFERED, ENGINE_READ_MMAP, ENGINE_READ_DIRECT };
+        static const struct {
+                HashAlgo algo;
+                uint32_t block_size;
+                const char *hash;
+        } cases[] = { { HASH_FSVERITY, 1024, "sha256" }, { HASH_FSVERITY_SHA512, 65536, "sha512" },
+                      { HASH_FSVERITY_SHA512, 4096, "sha512" } };
+        _cleanup_free_ char *dir = th_mkdtemp("engine-fsverity");
+        _cleanup_free_ char *path = NULL;
+        Engine *e = new_engine(IO_MODE_AUTO, SLOT, 8);
+
+        if (!th_have_program("fsverity"))
+                skip();
+        assert_true(asprintf(&path, "%s/f", dir) > 0);
+        assert_int_equal(th_write_random_file(path, (5u << 20) + 3, 77), 0);
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                HashParams p = { .block_size = cases[c].block_size };
+                _cleanup_free_ char *ref = th_run_first_word("fsverity digest --compact --block-size=%u "
+                                                             "--hash-alg=%s '%s'",
+                                                             cases[c].block_size, cases[c].hash, path);
+
+                assert_non_null(ref);
+                for (size_t k = 0; k < ELEMENTSOF(strategies); k++) {
+                        EngineJobOptions o = { .strategy = strategies[k], .params = &p };
+                        EngineFileResult r = hash_one(e, cases[c].algo, path, -EBADF, &o);
+
+                        assert_digest_hex(&r, ref);
+                        assert_int_equal(r.parallel, engine_get_workers(e) > 1);
+                }
         }
         engine_free(e);
         th_rm_rf(dir);
@@ -509,6 +548,7 @@ int main(void)
                 cmocka_unit_test(test_dontcache),
                 cmocka_unit_test(test_mmap_truncated),
                 cmocka_unit_test(test_mmap_windows),
+                cmocka_unit_test(test_fsverity_params),
                 cmocka_unit_test(test_span_config),
                 cmocka_unit_test(test_span_registered),
                 cmocka_unit_test(test_span_unregistered),

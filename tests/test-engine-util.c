@@ -122,6 +122,10 @@ char *reference_digest(HashAlgo a, const char *path)
                 return th_run_first_word("openssl dgst -sha3-512 -r '%s'", path);
         case HASH_SHA3_224:
                 return th_run_first_word("openssl dgst -sha3-224 -r '%s'", path);
+        case HASH_FSVERITY:
+                return th_run_first_word("fsverity digest --compact '%s'", path);
+        case HASH_FSVERITY_SHA512:
+                return th_run_first_word("fsverity digest --compact --hash-alg=sha512 '%s'", path);
         case HASH_SM3:
                 return th_run_first_word("openssl dgst -sm3 -r '%s'", path);
         case HASH_BLAKE2S:

@@ -167,6 +167,8 @@ static const struct {
         { HASH_XXH64, "xxhsum", "xxhsum -H1", "" },
         { HASH_XXH128, "xxhsum", "xxhsum -H2", "" },
         { HASH_XXH3, "xxhsum", "xxhsum -H3", UNTAG },
+        { HASH_FSVERITY, "fsverity", "fsverity digest --compact", "" },
+        { HASH_FSVERITY_SHA512, "fsverity", "fsverity digest --compact --hash-alg=sha512", "" },
 };
 
 static void test_defaults(void **state)
@@ -274,6 +276,29 @@ static void test_b3sum_modes(void **state)
         print_message("%u BLAKE3 digests (hash, keyed, derive-key; 8 lengths) compared with b3sum\n", n);
 }
 
+/* fsverity digest --block-size for every size a kernel can enable, with both tree hashes: with 1 KiB
+ * blocks of SHA-512 hashes (16 a block) the 1 MiB file's tree has five levels. */
+static void test_fsverity_block_sizes(void **state)
+{
+        static const uint32_t block_sizes[] = { 1024, 2048, 4096, 8192, 16384, 32768, 65536 };
+        const Files *f = *state;
+        unsigned n = 0;
+
+        if (!have("fsverity"))
+                skip();
+        for (size_t b = 0; b < ELEMENTSOF(block_sizes); b++)
+                for (unsigned sha512 = 0; sha512 < 2; sha512++) {
+                        _cleanup_free_ char *cmd = NULL;
+                        HashAlgo a = sha512 ? HASH_FSVERITY_SHA512 : HASH_FSVERITY;
+
+                        assert_true(asprintf(&cmd, "fsverity digest --compact --block-size=%u --hash-alg=%s",
+                                             block_sizes[b], sha512 ? "sha512" : "sha256") > 0);
+                        n += compare_files(f, a, &(HashParams) { .block_size = block_sizes[b] },
+                                           hash_algo_to_string(a), cmd, "");
+                }
+        print_message("%u fs-verity digests of 7 block sizes compared with fsverity digest\n", n);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -281,6 +306,7 @@ int main(void)
                 cmocka_unit_test(test_b2sum_lengths),
                 cmocka_unit_test(test_blake2s_lengths),
                 cmocka_unit_test(test_b3sum_modes),
+                cmocka_unit_test(test_fsverity_block_sizes),
         };
         int r;
 

@@ -339,7 +339,8 @@ static void test_params(void **state)
 
         for (HashAlgo a = 0; a < _HASH_ALGO_MAX; a++) {
                 unsigned want = a == HASH_BLAKE3 ? HASH_PARAM_LENGTH | HASH_PARAM_KEY | HASH_PARAM_CONTEXT :
-                                a == HASH_BLAKE2B || a == HASH_BLAKE2S ? HASH_PARAM_LENGTH : 0;
+                                a == HASH_BLAKE2B || a == HASH_BLAKE2S ? HASH_PARAM_LENGTH :
+                                a == HASH_FSVERITY || a == HASH_FSVERITY_SHA512 ? HASH_PARAM_BLOCK_SIZE : 0;
                 size_t max = a == HASH_BLAKE2B || a == HASH_BLAKE3 ? 64 : a == HASH_BLAKE2S ? 32 : 0;
 
                 assert_int_equal(hash_algo_params(a), want);
@@ -358,6 +359,11 @@ static void test_params(void **state)
                                  want & HASH_PARAM_KEY ? 0 : -EOPNOTSUPP);
                 assert_int_equal(hash_params_check(a, &(HashParams) { .context = "c" }),
                                  want & HASH_PARAM_CONTEXT ? 0 : -EOPNOTSUPP);
+                for (uint32_t b = 512; b <= 131072; b *= 2)
+                        assert_int_equal(hash_params_check(a, &(HashParams) { .block_size = b }),
+                                         !(want & HASH_PARAM_BLOCK_SIZE)                        ? -EOPNOTSUPP
+                                         : b < HASH_BLOCK_SIZE_MIN || b > HASH_BLOCK_SIZE_MAX ? -ERANGE
+                                                                                                : 0);
                 /* The tag for the defaults is the plain one, and parses back. */
                 assert_non_null(hash_params_tag(a, NULL, buf, sizeof buf));
                 assert_string_equal(buf, hash_algo_tag(a));

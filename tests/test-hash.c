@@ -189,6 +189,33 @@ static void test_kat_blake2b(void **state)
                   "d25e1031afee585313896444934eb04b903a685b1448b755d56f701afe9be2ce");
 }
 
+/* One context through BLAKE2b's two implementations in turn (the default length from md where it has
+ * BLAKE2, any other from libb2) and back: each run's digest is its own length's. */
+static void test_blake2_lengths_one_ctx(void **state)
+{
+        static const char *const want[] = {
+                "ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d1"
+                "7d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923",
+                "bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319",
+        };
+        HashCtx *c = NULL;
+        uint8_t d[HASH_DIGEST_MAX];
+        char hex[HASH_HEX_MAX];
+
+        assert_int_equal(hash_ctx_new(&c), 0);
+        for (unsigned i = 0; i < 5; i++) {
+                uint32_t len = i % 2 ? 32 : 0;
+
+                assert_int_equal(hash_ctx_init_params(c, HASH_BLAKE2B, &(HashParams){ .out_len = len }), 0);
+                assert_int_equal(hash_ctx_update(c, "a", 1), 0);
+                assert_int_equal(hash_ctx_update(c, "bc", 2), 0);
+                assert_int_equal(hash_ctx_final(c, d), 0);
+                hash_to_hex(d, hash_ctx_digest_size(c), hex);
+                assert_string_equal(hex, want[i % 2]);
+        }
+        hash_ctx_free(c);
+}
+
 /* RFC 7693 appendix B (BLAKE2s-256 of "abc") and the unkeyed empty-input value. */
 static void test_kat_blake2s(void **state)
 {
@@ -301,6 +328,49 @@ static void test_kat_crc32c(void **state)
 }
 
 /* A context is reused across algorithms and files; init discards whatever came before. */
+/* fs-verity's file digest, as `fsverity digest --compact` (fsverity-utils 1.5) prints it: an empty
+ * file (its root hash is zeros), one short block, one whole block, a tree of two levels; and
+ * other block sizes through the parameters. */
+static void check_params_hex(HashAlgo a, uint32_t block_size, const void *data, size_t n, const char *want)
+{
+        HashParams p = { .block_size = block_size };
+        uint8_t d[HASH_DIGEST_MAX];
+        char hex[HASH_HEX_MAX];
+
+        assert_int_equal(hash_oneshot_params(a, &p, data, n, d), 0);
+        hash_to_hex(d, hash_algo_digest_size(a), hex);
+        assert_string_equal(hex, want);
+}
+
+static void test_kat_fsverity(void **state)
+{
+        _cleanup_free_ char *m = malloc(1000000);
+
+        assert_non_null(m);
+        memset(m, 'a', 1000000);
+        check_str(HASH_FSVERITY, "", "3d248ca542a24fc62d1c43b916eae5016878e2533c88238480b26128a1f1af95");
+        check_str(HASH_FSVERITY, "abc", "700b6bd8510f0b4f9bac8b9cf0459151a1c4a99f467892bb4bd289a67df8e19c");
+        check_hex(HASH_FSVERITY, m, 4096, "a2a808ddaced77f0b6b3068f47b14b5a1fb3fc43674993ab11b8e7e6f2d089e2");
+        check_hex(HASH_FSVERITY, m, 1000000, "50049eeefec9385017816e55c0783638f225a3938338cbd673ce9ee8bc977100");
+        check_str(HASH_FSVERITY_SHA512, "",
+                  "ccf9e5aea1c2a64efa2f2354a6024b90dffde6bbc017825045dce374474e13d1"
+                  "0adb9dadcc6ca8e17a3c075fbd31336e8f266ae6fa93a6c3bed66f9e784e5abf");
+        check_str(HASH_FSVERITY_SHA512, "abc",
+                  "78be1be69d611f5b6b013eb333311beccea25ab099b68ecd4e6ed6bf5175966c"
+                  "7c5bce19fca5f218848fd0ecd3cc71246b9dc3d45ce9f05a4e808b8e28439517");
+        check_hex(HASH_FSVERITY_SHA512, m, 4096,
+                  "36b837c9d8c1c3f992c5be7feed967217668a847866b42eebcdb1ae81239ff85"
+                  "6e93ebfac147adc058f5136202836273fc86771c1bcf598aaf9a4529f9e13cd3");
+        check_hex(HASH_FSVERITY_SHA512, m, 1000000,
+                  "798047742a23edec77f96387721f5edb9e52c3753255982d69a3dbf2d8d486e4"
+                  "5796a4b8f6d20a5f58e079a8652cd92ff03da86c3e8a77665e7cda28110e3440");
+        check_params_hex(HASH_FSVERITY, 1024, m, 1000000,
+                         "75f071fc83bd60f36d89adf90fa40a22e6bdee47befb618de60d55660c8daca8");
+        check_params_hex(HASH_FSVERITY_SHA512, 65536, m, 1000000,
+                         "f0591abe96b2f82841e9c09ef325148685495eda7cb8a1289f2c5ed5f3ae291d"
+                         "368e1c2fe3f57cceeb1e00f01749a110b07ca808aa94da98df8a347d13014a3f");
+}
+
 static void test_ctx_reuse_and_errors(void **state)
 {
         _cleanup_(hash_ctx_freep) HashCtx *c = NULL;
@@ -358,6 +428,12 @@ static void test_ctx_reuse_and_errors(void **state)
         assert_int_equal(hash_ctx_init_params(c, HASH_BLAKE2B, &(HashParams) { .out_len = 65 }), -ERANGE);
         assert_int_equal(hash_ctx_init_params(c, HASH_BLAKE3, &(HashParams) { .keyed = true, .context = "x" }),
                          -EINVAL);
+        /* fs-verity's block size: a power of two a kernel can enable, on fs-verity only. */
+        assert_int_equal(hash_ctx_init_params(c, HASH_SHA256, &(HashParams) { .block_size = 4096 }), -EOPNOTSUPP);
+        assert_int_equal(hash_ctx_init_params(c, HASH_FSVERITY, &(HashParams) { .block_size = 3000 }), -EINVAL);
+        assert_int_equal(hash_ctx_init_params(c, HASH_FSVERITY, &(HashParams) { .block_size = 512 }), -ERANGE);
+        assert_int_equal(hash_ctx_init_params(c, HASH_FSVERITY_SHA512, &(HashParams) { .block_size = 131072 }),
+                         -ERANGE);
         assert_int_equal(hash_ctx_update(c, "lo", 2), 0);
         assert_int_equal(hash_ctx_final(c, d), 0);
         assert_int_equal(hash_oneshot(HASH_SHA256, "hello", 5, want), 0);
@@ -382,7 +458,8 @@ static void test_names(void **state)
                 [HASH_SHA3_256] = 32, [HASH_BLAKE2B] = 64,  [HASH_BLAKE3] = 32,   [HASH_XXH3] = 8,
                 [HASH_XXH128] = 16,   [HASH_CRC32C] = 4,    [HASH_SHA224] = 28,   [HASH_SHA384] = 48,
                 [HASH_SHA3_384] = 48, [HASH_SHA3_512] = 64, [HASH_SM3] = 32,      [HASH_BLAKE2S] = 32,
-                [HASH_XXH32] = 4,     [HASH_XXH64] = 8,     [HASH_SHA3_224] = 28,
+                [HASH_XXH32] = 4,     [HASH_XXH64] = 8,     [HASH_SHA3_224] = 28, [HASH_FSVERITY] = 32,
+                [HASH_FSVERITY_SHA512] = 64,
         };
         char *save = NULL;
         HashAlgo a = 0;
@@ -541,11 +618,13 @@ int main(void)
                 cmocka_unit_test(test_kat_sm3),
                 cmocka_unit_test(test_kat_blake2b),
                 cmocka_unit_test(test_kat_blake2s),
+                cmocka_unit_test(test_blake2_lengths_one_ctx),
                 cmocka_unit_test(test_kat_blake3),
                 cmocka_unit_test(test_blake3_xof),
                 cmocka_unit_test(test_kat_sha3_224),
                 cmocka_unit_test(test_kat_xxh),
                 cmocka_unit_test(test_kat_crc32c),
+                cmocka_unit_test(test_kat_fsverity),
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_hex),
                 cmocka_unit_test(test_ctx_reuse_and_errors),

@@ -13,7 +13,7 @@
 
 #include "hash/hash.h"
 #include "basic/macro.h"
-#include "ctl/manifest.h"
+#include "ctl/manifest-reader.h"
 #include "test-helpers.h"
 
 #define H64 "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
@@ -437,6 +437,149 @@ static void test_reader(void **state)
         assert_int_equal(manifest_reader_next(r, &e), -EISDIR);
 }
 
+/* mtree lines one at a time: escapes as libarchive writes and reads them, /set and /unset, the
+ * classic form's directories and "..", digests in their order of preference, unsupported ones, and
+ * what is improperly formatted. */
+static void mtree_is(MtreeParser *p, const char *line, HashAlgo want, int k, const char *name, HashAlgo algo,
+                     MtreeType type)
+{
+        char *n = NULL, hex[HASH_HEX_MAX];
+        HashAlgo a = _HASH_ALGO_INVALID;
+        MtreeInfo info = {};
+
+        assert_int_equal(mtree_parse_line(p, line, strlen(line), want, &n, &a, hex, &info), k);
+        if (k != 1)
+                return;
+        assert_string_equal(n, name);
+        assert_int_equal(a, algo);
+        assert_int_equal(info.type, type);
+        if (algo < 0)
+                assert_string_equal(hex, "");
+        else
+                assert_int_equal(strlen(hex), 2 * hash_algo_digest_size(algo));
+        free(n);
+        free(info.link);
+}
+
+static void test_mtree(void **state)
+{
+        MtreeParser *p = NULL;
+        char *n = NULL, hex[HASH_HEX_MAX];
+        HashAlgo a;
+        MtreeInfo info = {};
+
+        assert_true(mtree_detect("#mtree", 6));
+        assert_true(mtree_detect("  /set type=file", 16));
+        assert_true(mtree_detect("/unset all", 10));
+        assert_false(mtree_detect(H64 "  /set", strlen(H64) + 6));
+        assert_false(mtree_detect("/settle x", 9));
+        assert_true(mtree_detect_filename("/x/.MTREE"));
+        assert_true(mtree_detect_filename("tree.mtree"));
+        assert_false(mtree_detect_filename("MTREE.txt"));
+
+        assert_int_equal(mtree_parser_new(&p), 0);
+        mtree_is(p, "#mtree", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "   ", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        /* Escapes: octal (first digit 0-3), C's, \s; an unknown one is a literal backslash. */
+        mtree_is(p, "./a\\040b\\012c\\377\\134 type=file", _HASH_ALGO_INVALID, 1, "./a b\nc\377\\", -EINVAL, MTREE_FILE);
+        mtree_is(p, "./t\\st\\tu\\q", _HASH_ALGO_INVALID, 1, "./t t\tu\\q", -EINVAL, MTREE_FILE);
+        mtree_is(p, "./nul\\000", _HASH_ALGO_INVALID, -EINVAL, NULL, 0, 0);
+        /* Digests: sha256 first, -a picks another, md5 alone, rmd160 alone is unsupported. */
+        mtree_is(p, "./f md5digest=0cc175b9c0f1b6a831c399e269772661 sha256digest=" H64, _HASH_ALGO_INVALID, 1, "./f",
+                 HASH_SHA256, MTREE_FILE);
+        mtree_is(p, "./f md5=0cc175b9c0f1b6a831c399e269772661 sha256=" H64, HASH_MD5, 1, "./f", HASH_MD5, MTREE_FILE);
+        mtree_is(p, "./f sha512digest=" H128, _HASH_ALGO_INVALID, 1, "./f", HASH_SHA512, MTREE_FILE);
+        static const char r160[] = "./r rmd160digest=1234 size=7 mode=0640", lnk[] = "./l type=link link=a\\040b";
+        assert_int_equal(mtree_parse_line(p, r160, strlen(r160), _HASH_ALGO_INVALID, &n, &a, hex, &info), 1);
+        assert_string_equal(info.unsupported, "rmd160digest");
+        assert_true(info.has_size && info.size == 7 && info.has_mode && info.mode == 0640);
+        free(n);
+        mtree_is(p, "./f sha256digest=abc", _HASH_ALGO_INVALID, -EINVAL, NULL, 0, 0);
+        mtree_is(p, "./f type=door", _HASH_ALGO_INVALID, -EINVAL, NULL, 0, 0);
+        mtree_is(p, "./f size=12x", _HASH_ALGO_INVALID, -EINVAL, NULL, 0, 0);
+        mtree_is(p, "/frob x=1", _HASH_ALGO_INVALID, -EINVAL, NULL, 0, 0);
+        /* A directory or link names no digest, whatever /set says. */
+        mtree_is(p, "/set type=dir sha256digest=" H64, _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "./d", _HASH_ALGO_INVALID, 1, "./d", -EINVAL, MTREE_DIR);
+        mtree_is(p, "./f type=file", _HASH_ALGO_INVALID, 1, "./f", HASH_SHA256, MTREE_FILE);
+        assert_int_equal(mtree_parse_line(p, lnk, strlen(lnk), _HASH_ALGO_INVALID, &n, &a, hex, &info), 1);
+        assert_string_equal(info.link, "a b");
+        free(n);
+        free(info.link);
+        mtree_is(p, "/unset all", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "./f", _HASH_ALGO_INVALID, 1, "./f", -EINVAL, MTREE_FILE);
+        /* The classic form: names without '/' in the directory entered last; ".." goes up. */
+        mtree_is(p, ". type=dir", _HASH_ALGO_INVALID, 1, ".", -EINVAL, MTREE_DIR);
+        mtree_is(p, "usr type=dir", _HASH_ALGO_INVALID, 1, "./usr", -EINVAL, MTREE_DIR);
+        mtree_is(p, "bin type=dir", _HASH_ALGO_INVALID, 1, "./usr/bin", -EINVAL, MTREE_DIR);
+        mtree_is(p, "ls size=3", _HASH_ALGO_INVALID, 1, "./usr/bin/ls", -EINVAL, MTREE_FILE);
+        mtree_is(p, "..", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "lib type=dir", _HASH_ALGO_INVALID, 1, "./usr/lib", -EINVAL, MTREE_DIR);
+        mtree_is(p, "..", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "..", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "..", _HASH_ALGO_INVALID, 0, NULL, 0, 0);
+        mtree_is(p, "..", _HASH_ALGO_INVALID, -EINVAL, NULL, 0, 0);
+        mtree_is(p, "./full/path type=dir", _HASH_ALGO_INVALID, 1, "./full/path", -EINVAL, MTREE_DIR);
+        mtree_is(p, "x", _HASH_ALGO_INVALID, 1, "x", -EINVAL, MTREE_FILE);
+        mtree_parser_free(p);
+}
+
+/* The reader on an mtree manifest: lines continued with '\\' joined (numbered by their first),
+ * comments skipped, bad lines counted; the same bytes gzip-compressed read the same. */
+static void test_mtree_reader(void **state)
+{
+        static const char m[] = "#mtree\n"
+                                "/set type=file mode=644\n"
+                                "./a\\040b     size=1 \\\n"
+                                "                sha256digest=" H64 "\n"
+                                "# a comment\n"
+                                "./dir type=dir\n"
+                                "./bad type=nonsense\n"
+                                "./last md5digest=0cc175b9c0f1b6a831c399e269772661";
+        _cleanup_free_ char *dir = th_mkdtemp("manifest-mtree");
+
+        for (int gz = 0; gz < 2; gz++) {
+                _cleanup_free_ char *path = NULL, *cmd = NULL;
+                _cleanup_(manifest_reader_freep) ManifestReader *r = NULL;
+                ManifestEntry e = {};
+                FILE *f;
+
+                assert_true(asprintf(&path, "%s/m%d", dir, gz) > 0);
+                f = fopen(path, "w");
+                assert_non_null(f);
+                assert_int_equal(fwrite(m, 1, sizeof(m) - 1, f), sizeof(m) - 1);
+                assert_int_equal(fclose(f), 0);
+                if (gz) {
+                        assert_true(asprintf(&cmd, "gzip -n < '%s' > '%s.gz' && mv '%s.gz' '%s'", path, path, path,
+                                             path) > 0);
+                        assert_int_equal(system(cmd), 0);
+                }
+                assert_int_equal(manifest_reader_new(path, &(ManifestParseOptions){ .algo = _HASH_ALGO_INVALID,
+                                                                                     .hint = _HASH_ALGO_INVALID },
+                                                     &r),
+                                 0);
+                assert_int_equal(manifest_reader_next(r, &e), MANIFEST_READ_ENTRY);
+                assert_true(e.is_mtree);
+                assert_string_equal(e.name, "./a b");
+                assert_int_equal(e.algo, HASH_SHA256);
+                assert_string_equal(e.hex, H64);
+                assert_int_equal(e.line, 3);
+                assert_true(e.mtree.has_mode && e.mtree.mode == 0644 && e.mtree.size == 1);
+                manifest_entry_clear(&e);
+                assert_int_equal(manifest_reader_next(r, &e), MANIFEST_READ_ENTRY);
+                assert_string_equal(e.name, "./dir");
+                assert_int_equal(e.mtree.type, MTREE_DIR);
+                manifest_entry_clear(&e);
+                assert_int_equal(manifest_reader_next(r, &e), MANIFEST_READ_BAD);
+                assert_int_equal(e.line, 7);
+                assert_int_equal(manifest_reader_next(r, &e), MANIFEST_READ_ENTRY);
+                assert_int_equal(e.algo, HASH_MD5);
+                manifest_entry_clear(&e);
+                assert_int_equal(manifest_reader_next(r, &e), MANIFEST_READ_END);
+        }
+        th_rm_rf(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -449,6 +592,7 @@ int main(void)
                 cmocka_unit_test(test_empty),    cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_reversed),
                 cmocka_unit_test(test_other_writers),
+                cmocka_unit_test(test_mtree),    cmocka_unit_test(test_mtree_reader),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -98,7 +98,8 @@ static void test_tags(void **state)
                 { HASH_SHA3_256, "SHA3-256" }, { HASH_SHA224, "SHA224" }, { HASH_SHA384, "SHA384" },
                 { HASH_SHA3_384, "SHA3-384" }, { HASH_SHA3_512, "SHA3-512" }, { HASH_SM3, "SM3" },
                 { HASH_BLAKE2S, "BLAKE2s" },   { HASH_XXH32, "XXH32" },       { HASH_XXH64, "XXH64" },
-                { HASH_SHA3_224, "SHA3-224" },
+                { HASH_SHA3_224, "SHA3-224" }, { HASH_FSVERITY, "FSVERITY" },
+                { HASH_FSVERITY_SHA512, "FSVERITY-SHA512" },
         };
 
         assert_int_equal(ELEMENTSOF(t), _HASH_ALGO_MAX);

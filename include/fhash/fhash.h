@@ -171,8 +171,9 @@ enum {
 
 /** What to compute and how to read; zeroed (or NULL): SHA-256, files read as fhashd sees fit. */
 typedef struct fhash_hash_options {
-        const char *algorithm;        /**< NULL: "sha256"; one of fhashctl's names, or up to 4 joined
-                                       * by ',' to read each file once and hash it with each */
+        const char *algorithm;        /**< NULL: "sha256"; one of fhashctl's names (fhash_algorithms()),
+                                       * or up to 4 joined by ',' to read each file once and hash it
+                                       * with each */
         const char *const *expected;  /**< NULL, or a hex digest per path (NULL or "": none) */
         unsigned flags;               /**< FHASH_HASH_* */
         const char *strategy;         /**< how files are read: NULL or "auto", "read", "mmap", "direct" */
@@ -183,7 +184,12 @@ typedef struct fhash_hash_options {
         const uint8_t *key;           /**< 32 bytes, or NULL (see length_bits) */
         const char *derive_key;       /**< a context string, or NULL (see length_bits) */
         uint64_t max_size;            /**< a file past this many bytes fails with -EFBIG; 0: no limit */
-        uint64_t reserved[8];         /**< must be zero (-EINVAL otherwise): for later options */
+        /** fsverity and fsverity-sha512 only: the Merkle tree's block size in bytes, a power of two
+         * from 1024 to 65536 (fsverity digest --block-size); 0: 4096. Since LIBFHASH_0.2: it took
+         * the first of the reserved fields, whose size it keeps. */
+        uint32_t block_size;
+        uint32_t reserved_pad;        /**< must be zero */
+        uint64_t reserved[7];         /**< must be zero (-EINVAL otherwise): for later options */
 } fhash_hash_options;
 
 /** Hashes n files by path (relative paths from the current directory; "-" is standard input),

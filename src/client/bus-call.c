@@ -106,7 +106,7 @@ static int append_strv_option(sd_bus_message *m, const char *key, const BusCall 
         return r;
 }
 
-/* A length, key or derive-key as HashFds options. The message holding the key is erased when
+/* A length, block size, key or derive-key as HashFds options. The message holding the key is erased when
  * freed. */
 static int append_params(sd_bus_message *m, const HashParams *p)
 {
@@ -114,6 +114,8 @@ static int append_params(sd_bus_message *m, const HashParams *p)
 
         if (p->out_len)
                 r = sd_bus_message_append(m, "{sv}", "length", "u", p->out_len * 8);
+        if (r >= 0 && p->block_size)
+                r = sd_bus_message_append(m, "{sv}", "block-size", "u", p->block_size);
         if (r >= 0 && p->context)
                 r = sd_bus_message_append(m, "{sv}", "derive-key", "s", p->context);
         if (r >= 0 && p->keyed) {

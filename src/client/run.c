@@ -79,10 +79,12 @@ static int check_read_options(fhash_run *r, const fhash_hash_options *o, fhash_e
         if (r->options.strategy < 0)
                 return fhash_set_error(error, -EINVAL, NULL, "strategy \"%s\" is not one of auto, read, mmap, direct",
                                        o->strategy);
-        if (!o->length_bits && !o->key && !o->derive_key)
+        if (!o->length_bits && !o->key && !o->derive_key && !o->block_size)
                 return 0;
         if (r->options.algos.n > 1)
-                return fhash_set_error(error, -EINVAL, NULL, "a length, key or derive-key takes one algorithm");
+                return fhash_set_error(error, -EINVAL, NULL,
+                                       "a length, key, derive-key or block size takes one algorithm");
+        r->params.block_size = o->block_size;
         if (o->length_bits % 8 != 0)
                 return fhash_set_error(error, -EINVAL, NULL, "length_bits must be a multiple of 8, not %u",
                                        o->length_bits);
@@ -102,7 +104,12 @@ static int check_read_options(fhash_run *r, const fhash_hash_options *o, fhash_e
                 return fhash_set_error(error, -EINVAL, NULL, "%s takes no %s", hash_algo_to_string(a),
                                        r->params.out_len && !(hash_algo_params(a) & HASH_PARAM_LENGTH) ? "length"
                                        : r->params.keyed && !(hash_algo_params(a) & HASH_PARAM_KEY)    ? "key"
-                                                                                                       : "derive-key");
+                                       : r->params.block_size && !(hash_algo_params(a) & HASH_PARAM_BLOCK_SIZE)
+                                               ? "block size"
+                                               : "derive-key");
+        if (r->params.block_size && (k == -ERANGE || k == -EINVAL))
+                return fhash_set_error(error, -EINVAL, NULL, "block_size must be a power of two from %u to %u, not %u",
+                                       HASH_BLOCK_SIZE_MIN, HASH_BLOCK_SIZE_MAX, r->params.block_size);
         if (k == -ERANGE)
                 return fhash_set_error(error, -EINVAL, NULL, "%s digests are at most %zu bits",
                                        hash_algo_to_string(a), hash_algo_digest_max(a) * 8);
@@ -121,7 +128,7 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_run **ret
         if (!c)
                 return fhash_set_error(error, -EINVAL, NULL, "fhash: invalid arguments");
         for (size_t i = 0; i < ELEMENTSOF(o->reserved); i++)
-                if (o->reserved[i] != 0)
+                if (o->reserved[i] != 0 || o->reserved_pad != 0)
                         return fhash_set_error(error, -EINVAL, NULL,
                                                "fhash_hash_options: reserved fields must be zero (a newer header?)");
         r = calloc(1, sizeof(*r));

@@ -62,6 +62,8 @@ static const char *const verb_help[][2] = {
           "                         b3sum --length N bytes is -l 8N); 0: the default\n"
           "      --keyed            blake3 keyed hash, the 32-byte key read from stdin (as b3sum)\n"
           "      --derive-key CTX   blake3 key derivation with context CTX (as b3sum)\n"
+          "      --block-size=BYTES fsverity's tree block size, 1024 to 65536 (default 4096;\n"
+          "                         as fsverity digest --block-size)\n"
           "  -c, --check            the same as 'fhashctl check' (as sha256sum -c)\n"
           "  -z, --zero             end lines with NUL, do not escape names\n"
           "      --json             one JSON object per file, then a summary object; errors are in\n"
@@ -216,6 +218,7 @@ enum {
         ARG_KEYED,
         ARG_UPDATE,
         ARG_DERIVE_KEY,
+        ARG_BLOCK_SIZE,
 };
 
 /* Options that only set one of Args' flags (to true, or to false where the value says so). -t is
@@ -256,6 +259,7 @@ static int parse_params(Args *a);
 static const struct option options[] = {
         { "algorithm", required_argument, NULL, 'a' }, { "length", required_argument, NULL, 'l' },
         { "keyed", no_argument, NULL, ARG_KEYED }, { "derive-key", required_argument, NULL, ARG_DERIVE_KEY },
+        { "block-size", required_argument, NULL, ARG_BLOCK_SIZE },
         { "recursive", no_argument, NULL, 'r' }, { "exclude", required_argument, NULL, ARG_EXCLUDE },
         { "one-file-system", no_argument, NULL, ARG_ONE_FS }, { "follow", no_argument, NULL, ARG_FOLLOW },
         { "tag", no_argument, NULL, ARG_TAG }, { "untagged", no_argument, NULL, ARG_UNTAGGED },
@@ -311,6 +315,9 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 case 'l':
                 case ARG_DERIVE_KEY:
                         *(c == 'l' ? &a->length : &a->derive_key) = optarg;
+                        break;
+                case ARG_BLOCK_SIZE:
+                        a->block_size = optarg;
                         break;
                 case ARG_PROGRESS:
                 case ARG_NO_PROGRESS:
@@ -393,10 +400,10 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 if (a->binary || a->no_names || a->raw)
                         return bad_usage("several algorithms are written as tagged lines, one per algorithm "
                                            "(not --binary, --no-names or --raw)");
-                if (a->length || a->keyed || a->derive_key)
-                        return bad_usage("--length, --keyed and --derive-key take one algorithm");
+                if (a->length || a->keyed || a->derive_key || a->block_size)
+                        return bad_usage("--length, --keyed, --derive-key and --block-size take one algorithm");
         }
-        if (a->length || a->keyed || a->derive_key)
+        if (a->length || a->keyed || a->derive_key || a->block_size)
                 return parse_params(a);
         return 1;
 }
@@ -441,10 +448,12 @@ static int parse_params(Args *a)
 
         bool check = streq(a->verb, "check");
 
-        if (check && (a->keyed || a->derive_key))
-                return bad_usage("check: --keyed and --derive-key are options of hash (as b3sum --check takes neither)");
+        if (check && (a->keyed || a->derive_key || a->block_size))
+                return bad_usage("check: --keyed, --derive-key and --block-size are options of hash (as b3sum "
+                                 "--check takes neither key)");
         if (!streq(a->verb, "hash") && !check)
-                return bad_usage("--length, --keyed and --derive-key are options of hash (--length: and check)");
+                return bad_usage("--length, --keyed, --derive-key and --block-size are options of hash (--length: "
+                                 "and check)");
         if (a->length) {
                 char *end = NULL;
                 unsigned long bits;
@@ -458,6 +467,18 @@ static int parse_params(Args *a)
                                            a->length, HASH_DIGEST_MAX * 8, "8N");
                 p->out_len = (uint32_t)(bits / 8); /* 0: the default, as b2sum -l 0 */
         }
+        if (a->block_size) {
+                char *end = NULL;
+                unsigned long bytes;
+
+                errno = 0;
+                bytes = strtoul(a->block_size, &end, 10);
+                if (errno != 0 || !end || *end || end == a->block_size || a->block_size[0] == '-' ||
+                    bytes < HASH_BLOCK_SIZE_MIN || bytes > HASH_BLOCK_SIZE_MAX || (bytes & (bytes - 1)) != 0)
+                        return bad_usage("--block-size: '%s' is not a power of two from %u to %u bytes", a->block_size,
+                                         HASH_BLOCK_SIZE_MIN, HASH_BLOCK_SIZE_MAX);
+                p->block_size = (uint32_t)bytes;
+        }
         if (a->derive_key)
                 p->context = a->derive_key;
         p->keyed = a->keyed;
@@ -466,12 +487,15 @@ static int parse_params(Args *a)
                 return 1;
         r = hash_params_check(a->algo, p);
         if (r == -EOPNOTSUPP)
-                return bad_usage("%s takes no %s (--length: blake2b, blake2s, blake3; --keyed, --derive-key: blake3)",
+                return bad_usage("%s takes no %s (--length: blake2b, blake2s, blake3; --keyed, --derive-key: blake3; "
+                                 "--block-size: fsverity, fsverity-sha512)",
                                    hash_algo_to_string(a->algo),
                                    p->out_len && !(hash_algo_params(a->algo) & HASH_PARAM_LENGTH) ? "--length"
                                    : p->keyed && !(hash_algo_params(a->algo) & HASH_PARAM_KEY) ? "--keyed"
-                                   : p->context                                                  ? "--derive-key"
-                                                                                                 : "--length");
+                                   : p->block_size && !(hash_algo_params(a->algo) & HASH_PARAM_BLOCK_SIZE)
+                                           ? "--block-size"
+                                   : p->context ? "--derive-key"
+                                                : "--length");
         if (r == -ERANGE)
                 return bad_usage("--length: %s digests are at most %zu bits", hash_algo_to_string(a->algo),
                                    hash_algo_digest_max(a->algo) * 8);
@@ -488,6 +512,6 @@ static int parse_params(Args *a)
                         return r;
         }
         /* check takes each line's length from the manifest (ManifestEntry.out_len), not from here. */
-        a->has_params = !check && (p->out_len != 0 || p->keyed || p->context);
+        a->has_params = !check && (p->out_len != 0 || p->keyed || p->context || p->block_size);
         return 1;
 }

@@ -20,6 +20,7 @@ typedef struct Args {
         bool raw;                      /* the digest's bytes, one input (b3sum --raw) */
         /* -l/--length BITS (b2sum, cksum), --keyed (the key on stdin, as b3sum), --derive-key CONTEXT */
         const char *length, *derive_key;
+        const char *block_size;  /* --block-size BYTES: fsverity's */
         bool keyed;
         HashParams params;             /* from those; the key wiped before exit */
         bool has_params;

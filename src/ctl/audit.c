@@ -13,7 +13,7 @@
 #include "basic/macro.h"
 #include "ctl/audit.h"
 #include "ctl/exit-status.h"
-#include "ctl/manifest.h"
+#include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/walk.h"
 

@@ -5,12 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
 #include "ctl/check.h"
 #include "ctl/exit-status.h"
-#include "ctl/manifest.h"
+#include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
 
@@ -24,7 +25,15 @@
  * when it was read whole).
  */
 static const char CHECK_BEGIN[] = "manifest begins", CHECK_END[] = "manifest ends",
-                  CHECK_BAD[] = "improperly formatted line";
+                  CHECK_BAD[] = "improperly formatted line", CHECK_MTREE[] = "mtree verdict";
+
+/* What check says of an mtree entry without hashing it (a directory, a link, a file whose size
+ * already differs or that has no digest fhash has): the reason of a skipped input, interned by the
+ * run (a few fixed strings). */
+static const char VERDICT_OK[] = "ok", VERDICT_TYPE[] = "its type differs from the manifest's",
+                  VERDICT_SIZE[] = "its size differs from the manifest's",
+                  VERDICT_MODE[] = "its permissions differ from the manifest's",
+                  VERDICT_LINK[] = "its link target differs from the manifest's";
 
 typedef struct CheckManifest {
         const char *sumfile;
@@ -36,6 +45,8 @@ typedef struct CheckManifest {
         HashAlgo first_algo;   /* the first entry's algorithm, and whether every entry is */
         bool one_algo;         /* untagged and of it (for hint_other_algorithms()) */
         size_t n_items;        /* entries checked (not left out by --ignore-missing) */
+        size_t n_undigested;   /* mtree files without a digest fhash checks: type, size, mode only */
+        const char *unsupported; /* ... the keyword of one that named one fhash lacks */
 } CheckManifest;
 
 typedef struct CheckState {
@@ -51,6 +62,7 @@ typedef struct CheckState {
         /* delivering: counts of the manifest being delivered */
         size_t ok, mismatched, unreadable;
         size_t missing;        /* of the unreadable: relative names not found (ENOENT) */
+        size_t differ;         /* mtree entries whose type, size, permissions or link differ */
         bool failed;
 } CheckState;
 
@@ -121,6 +133,81 @@ static int check_load(CheckState *s, CheckManifest *cm)
         return 0;
 }
 
+static bool mtree_type_is(MtreeType t, mode_t m)
+{
+        switch (t) {
+        case MTREE_FILE:
+                return S_ISREG(m);
+        case MTREE_DIR:
+                return S_ISDIR(m);
+        case MTREE_LINK:
+                return S_ISLNK(m);
+        case MTREE_BLOCK:
+                return S_ISBLK(m);
+        case MTREE_CHAR:
+                return S_ISCHR(m);
+        case MTREE_FIFO:
+                return S_ISFIFO(m);
+        default:
+                return S_ISSOCK(m);
+        }
+}
+
+/* Whether the link at path points where target says (readlink(2), no allocation past PATH_MAX). */
+static bool link_is(const char *path, const char *target)
+{
+        char buf[4096];
+        ssize_t n = readlink(path, buf, sizeof(buf));
+
+        return target && n >= 0 && (size_t)n < sizeof(buf) && (size_t)n == strlen(target) &&
+               memcmp(buf, target, (size_t)n) == 0;
+}
+
+/* An mtree entry (s->entry): what lstat(2) and readlink(2) tell is checked here (type, size, mode,
+ * link target: cheap, and a file whose size differs is not read); a file with a digest goes to be
+ * hashed. 1 and *ret, or 0 to leave it out (a missing optional entry, or --ignore-missing). */
+static int check_mtree_entry(CheckState *s, CheckManifest *cm, fhash_input *ret)
+{
+        const Args *a = s->args;
+        const ManifestEntry *e = &s->entry;
+        const MtreeInfo *m = &e->mtree;
+        const char *verdict = VERDICT_OK;
+        struct stat st;
+
+        if (lstat(e->name, &st) < 0) {
+                int error = -errno;
+
+                if (error == -ENOENT && (m->optional || a->ignore_missing))
+                        return 0;
+                cm->n_items++;
+                *ret = (fhash_input){ .path = e->name, .name = e->name, .fd = -1, .error = error };
+                return 1;
+        }
+        cm->n_items++;
+        if (m->nochange)
+                verdict = VERDICT_OK;
+        else if (!mtree_type_is(m->type, st.st_mode))
+                verdict = VERDICT_TYPE;
+        else if (m->type == MTREE_FILE && m->has_size && (uint64_t)st.st_size != m->size)
+                verdict = VERDICT_SIZE;
+        else if (m->has_mode && m->type != MTREE_LINK && (st.st_mode & 07777) != m->mode)
+                verdict = VERDICT_MODE;
+        else if (m->type == MTREE_LINK && m->link && !link_is(e->name, m->link))
+                verdict = VERDICT_LINK;
+        else if (m->type == MTREE_FILE && e->algo >= 0) {
+                *ret = (fhash_input){ .path = e->name, .name = e->name, .fd = -1, .expected = e->hex,
+                                      .algorithm = e->algo != a->algo ? hash_algo_to_string(e->algo) : NULL };
+                return 1;
+        } else if (m->type == MTREE_FILE) {
+                cm->n_undigested++;
+                if (m->unsupported)
+                        cm->unsupported = m->unsupported;
+        }
+        *ret = (fhash_input){ .path = e->name, .name = e->name, .fd = -1, .skip = verdict,
+                              .userdata = (void *)CHECK_MTREE };
+        return 1;
+}
+
 /* The next line of cm that makes an item: 1 and *ret, 0 once the manifest is read (or failed), or
  * -ENOMEM. */
 static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
@@ -131,7 +218,7 @@ static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
         while (cm->rd) {
                 int r;
 
-                e->name = mfree(e->name);
+                manifest_entry_clear(e);
                 r = manifest_reader_next(cm->rd, e);
                 if (r == -ENOMEM)
                         return r;
@@ -154,6 +241,12 @@ static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
                         cm->one_algo = !e->tagged;
                 } else if (e->tagged || e->algo != cm->first_algo)
                         cm->one_algo = false;
+                if (e->is_mtree) {
+                        r = check_mtree_entry(s, cm, ret);
+                        if (r == 0)
+                                continue;
+                        return r;
+                }
                 /* As coreutils: a missing file is not even looked at with --ignore-missing. */
                 if (a->ignore_missing && !e->from_stdin && access(e->name, F_OK) < 0 && errno == ENOENT)
                         continue;
@@ -238,7 +331,7 @@ static void check_end(CheckState *s, CheckManifest *cm)
                 /* As coreutils, the verdicts of the lines read before it stand, without a summary. */
                 ctl_err("%s: %s", cm->q, strerror(-cm->read_error));
                 if (a->json)
-                        check_json_summary(cm, s->ok, s->mismatched, s->unreadable, strerror(-cm->read_error));
+                        check_json_summary(cm, s->ok, s->mismatched + s->differ, s->unreadable, strerror(-cm->read_error));
                 s->failed = true;
                 return;
         }
@@ -251,7 +344,7 @@ static void check_end(CheckState *s, CheckManifest *cm)
                 return;
         }
         if (a->json)
-                check_json_summary(cm, s->ok, s->mismatched, s->unreadable, NULL);
+                check_json_summary(cm, s->ok, s->mismatched + s->differ, s->unreadable, NULL);
         else if (!a->status) {
                 if (cm->n_bad > 0)
                         ctl_err("WARNING: %zu %s improperly formatted", cm->n_bad, plural(cm->n_bad, "line is", "lines are"));
@@ -261,6 +354,14 @@ static void check_end(CheckState *s, CheckManifest *cm)
                 if (s->mismatched > 0)
                         ctl_err("WARNING: %zu computed %s did NOT match", s->mismatched,
                             plural(s->mismatched, "checksum", "checksums"));
+                if (s->differ > 0)
+                        ctl_err("WARNING: %zu listed %s from the manifest in type, size, permissions or link target",
+                                s->differ, plural(s->differ, "entry differs", "entries differ"));
+                if (cm->n_undigested > 0)
+                        ctl_err("WARNING: %zu listed %s no digest fhash can check%s%s%s: only %s type, size and "
+                                "permissions were", cm->n_undigested, plural(cm->n_undigested, "file has", "files have"),
+                                cm->unsupported ? " (" : "", cm->unsupported ? cm->unsupported : "",
+                                cm->unsupported ? " is not supported)" : "", plural(cm->n_undigested, "its", "their"));
         }
         if (a->ignore_missing && cm->n_items == 0) {
                 if (!a->status)
@@ -274,7 +375,7 @@ static void check_end(CheckState *s, CheckManifest *cm)
                         "written in: run check there", cm->q, s->missing, cm->n_items);
         else if (!a->status && !a->algo_set && s->ok == 0 && s->mismatched > 0 && s->missing == 0)
                 hint_other_algorithms(cm);
-        if (s->mismatched > 0 || s->unreadable > 0 || (a->strict && cm->n_bad > 0))
+        if (s->mismatched > 0 || s->differ > 0 || s->unreadable > 0 || (a->strict && cm->n_bad > 0))
                 failed = true;
         s->failed |= failed;
 }
@@ -288,7 +389,7 @@ static void check_marker(CheckState *s, const fhash_result *r)
         if (!cm)
                 return;
         if (r->userdata == CHECK_BEGIN)
-                s->ok = s->mismatched = s->unreadable = s->missing = 0;
+                s->ok = s->mismatched = s->unreadable = s->missing = s->differ = 0;
         else if (r->userdata == CHECK_BAD)
                 ctl_err("%s: %s: improperly formatted %s%schecksum line", cm->q, r->name,
                     a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
@@ -300,6 +401,28 @@ static void check_marker(CheckState *s, const fhash_result *r)
         }
 }
 
+/* The verdict on an mtree entry that check_mtree_entry() gave without hashing it. */
+static void check_mtree_result(CheckState *s, const fhash_result *r)
+{
+        const Args *a = s->args;
+        bool ok = streq(r->skip, VERDICT_OK);
+
+        if (ok)
+                s->ok++;
+        else
+                s->differ++;
+        if (a->json) {
+                check_json(r, ok ? "ok" : "mismatch", ok ? NULL : r->skip);
+                return;
+        }
+        if (a->status || (ok && a->quiet))
+                return;
+        if (!ok)
+                ctl_err_name(r->name, r->skip);
+        (void)output_write_check_name(stdout, r->name);
+        printf(": %s\n", ok ? "OK" : "FAILED");
+}
+
 static void check_result(const fhash_result *r, void *userdata)
 {
         CheckState *s = userdata;
@@ -308,6 +431,10 @@ static void check_result(const fhash_result *r, void *userdata)
 
         if (r->userdata == CHECK_BEGIN || r->userdata == CHECK_END || r->userdata == CHECK_BAD) {
                 check_marker(s, r);
+                return;
+        }
+        if (r->userdata == CHECK_MTREE && r->status == FHASH_SKIPPED) {
+                check_mtree_result(s, r);
                 return;
         }
         switch (r->status) {
@@ -371,7 +498,7 @@ int verb_check(Args *a)
                 manifest_reader_free(s.manifests[i].rd);
                 free(s.manifests[i].q);
         }
-        free(s.entry.name);
+        manifest_entry_clear(&s.entry);
         free(s.manifests);
         if (r == -ENOMEM)
                 ctl_err("Out of memory.");

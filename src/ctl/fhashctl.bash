@@ -10,7 +10,7 @@ _fhashctl()
     local global="--local --daemon --system --user --address --no-direct --help --version"
     local -A opts=(
         [audit]="-a --algorithm -q --quiet --status --json --update --progress --no-progress --no-cache --io"
-        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag --untagged -b --binary -t --text --no-names --raw -l --length --keyed --derive-key -c --check -z --zero --json --progress --no-progress --no-cache --io"
+        [hash]="-a --algorithm -r --recursive --exclude --follow --one-file-system --tag --untagged -b --binary -t --text --no-names --raw -l --length --keyed --derive-key --block-size -c --check -z --zero --json --progress --no-progress --no-cache --io"
         [check]="-a --algorithm -l --length --ignore-missing -q --quiet --status --strict -w --warn -z --zero --json --progress --no-progress --no-cache --io"
         [watch]="--progress --no-progress"
     )

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,7 +303,7 @@ static int parse_untagged(const char *s, size_t len, bool escaped, const Manifes
         return name_copy(s + i, len - i, escaped, &e->name);
 }
 
-static int parse_line(const char *line, size_t len, const ManifestParseOptions *o, ManifestEntry *ret)
+int manifest_parse_line_with(const char *line, size_t len, const ManifestParseOptions *o, ManifestEntry *ret)
 {
         ManifestEntry e = { .algo = _HASH_ALGO_INVALID };
         bool escaped = false;
@@ -338,7 +336,7 @@ static int parse_line(const char *line, size_t len, const ManifestParseOptions *
 
 int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret)
 {
-        return parse_line(line, len, &(ManifestParseOptions){ .algo = algo, .hint = _HASH_ALGO_INVALID }, ret);
+        return manifest_parse_line_with(line, len, &(ManifestParseOptions){ .algo = algo, .hint = _HASH_ALGO_INVALID }, ret);
 }
 
 int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret)
@@ -375,7 +373,7 @@ int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions
                 off += len + (nl ? 1 : 0);
                 lineno++;
 
-                r = parse_line(p, len, o, &e);
+                r = manifest_parse_line_with(p, len, o, &e);
                 if (r == -ENOMEM)
                         break;
                 if (r == 0)
@@ -418,6 +416,14 @@ int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions
         return 0;
 }
 
+void manifest_entry_clear(ManifestEntry *e)
+{
+        if (!e)
+                return;
+        e->name = mfree(e->name);
+        e->mtree.link = mfree(e->mtree.link);
+}
+
 Manifest *manifest_free(Manifest *m)
 {
         if (!m)
@@ -428,124 +434,4 @@ Manifest *manifest_free(Manifest *m)
         free(m->bad_lines);
         free(m);
         return NULL;
-}
-
-struct ManifestReader {
-        FILE *f;
-        ManifestParseOptions o;
-        char *line;
-        size_t line_alloc;
-        unsigned lineno;
-        int end;       /* MANIFEST_READ_END or -errno once reading stopped, else 1 */
-        int reversed;  /* the manifest's form, where the caller keeps none (ManifestParseOptions) */
-};
-
-int manifest_reader_new(const char *path, const ManifestParseOptions *o, ManifestReader **ret)
-{
-        _cleanup_close_ int fd = -EBADF;
-        ManifestReader *r;
-
-        if (streq(path, "-"))
-                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-        else
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        r = calloc(1, sizeof(*r));
-        if (!r)
-                return -ENOMEM;
-        r->f = fdopen(fd, "r");
-        if (!r->f) {
-                free(r);
-                return negative_errno();
-        }
-        TAKE_FD(fd);
-        r->o = *o;
-        r->reversed = -1;
-        if (!r->o.bsd_reversed)
-                r->o.bsd_reversed = &r->reversed;
-        r->end = 1;
-        *ret = r;
-        return 0;
-}
-
-int manifest_reader_next(ManifestReader *r, ManifestEntry *ret)
-{
-        while (r->end > 0) {
-                ManifestEntry e;
-                ssize_t n;
-                int k;
-
-                errno = 0;
-                n = getdelim(&r->line, &r->line_alloc, r->o.zero ? '\0' : '\n', r->f);
-                if (n < 0) {
-                        /* getdelim() fails ENOMEM without marking the stream: not an end. */
-                        r->end = ferror(r->f) || errno == ENOMEM ? -(errno ?: EIO) : MANIFEST_READ_END;
-                        break;
-                }
-                r->lineno++;
-                if (n > 0 && r->line[n - 1] == (r->o.zero ? '\0' : '\n'))
-                        n--;
-                k = parse_line(r->line, (size_t)n, &r->o, &e);
-                if (k == 0)
-                        continue;
-                if (k == -ENOMEM)
-                        return k;
-                if (k < 0) {
-                        *ret = (ManifestEntry){ .line = r->lineno };
-                        return MANIFEST_READ_BAD;
-                }
-                e.line = r->lineno;
-                *ret = e;
-                return MANIFEST_READ_ENTRY;
-        }
-        return r->end;
-}
-
-ManifestReader *manifest_reader_free(ManifestReader *r)
-{
-        if (!r)
-                return NULL;
-        if (r->f)
-                (void)fclose(r->f);
-        free(r->line);
-        return mfree(r);
-}
-
-int manifest_read(const char *path, char **ret, size_t *ret_size)
-{
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, alloc = 0;
-
-        if (streq(path, "-"))
-                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-        else
-                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        for (;;) {
-                ssize_t k;
-
-                if (size == alloc) {
-                        size_t na = MAX(alloc * 2, (size_t)65536);
-                        char *nb = realloc(buf, na);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        alloc = na;
-                }
-                k = read(fd, buf + size, alloc - size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                size += (size_t)k;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "hash/hash.h"
 #include "basic/macro.h"
+#include "ctl/mtree.h"
 
 /*
  * Accepted lines (leading blanks skipped; a trailing '\r' dropped; blank lines and lines starting with
@@ -48,7 +49,15 @@ typedef struct ManifestEntry {
         unsigned line;           /* from 1 */
         bool tagged;             /* the line named its algorithm */
         bool from_stdin;         /* xxhsum's "stdin": read standard input, not a file of that name */
+        /* An entry of an mtree manifest (ManifestReader only): what it says besides a digest. algo is
+         * _HASH_ALGO_INVALID and hex "" where it names no digest fhash checks (a directory, a link,
+         * a file with only rmd160digest=). */
+        bool is_mtree;
+        MtreeInfo mtree;         /* its link malloc'd, as the name */
 } ManifestEntry;
+
+/* Frees what an entry holds (its name, an mtree link) and clears those fields. */
+void manifest_entry_clear(ManifestEntry *e);
 
 typedef struct Manifest {
         ManifestEntry *entries;
@@ -77,29 +86,9 @@ typedef struct ManifestParseOptions {
 
 /* manifest_parse() with every option. */
 int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret);
-/*
- * A manifest read a line at a time (fhashctl check): its memory is one line's, whatever its size.
- * Lines are parsed as manifest_parse_with() parses them, and blank and comment lines are skipped.
- */
-typedef struct ManifestReader ManifestReader;
-
-enum {
-        MANIFEST_READ_END,    /* no more lines */
-        MANIFEST_READ_ENTRY,  /* *ret is an entry (its name malloc'd: the caller's to free) */
-        MANIFEST_READ_BAD,    /* an improperly formatted line: only ret->line is set */
-};
-
-/* Opens path ("-": standard input). Returns 0 or -errno (the file could not be opened). */
-int manifest_reader_new(const char *path, const ManifestParseOptions *o, ManifestReader **ret);
-/* The next entry or bad line, MANIFEST_READ_END, or -errno (reading failed: -EIO, -EISDIR, ...;
- * -ENOMEM). After an error or the end, it returns the same again. */
-int manifest_reader_next(ManifestReader *r, ManifestEntry *ret);
-ManifestReader *manifest_reader_free(ManifestReader *r);
-DEFINE_TRIVIAL_CLEANUP_FUNC(ManifestReader *, manifest_reader_free);
-
+/* manifest_parse_line() with every option (o->bsd_reversed kept across the calls of one manifest). */
+int manifest_parse_line_with(const char *line, size_t len, const ManifestParseOptions *o, ManifestEntry *ret);
 /* The algorithm a manifest's name says, as the tools that write them name them, or _HASH_ALGO_INVALID. */
 HashAlgo manifest_algo_from_filename(const char *path);
-/* Reads a whole manifest ("-": standard input) into a malloc'd buffer. Returns 0 or -errno. */
-int manifest_read(const char *path, char **ret, size_t *ret_size);
 Manifest *manifest_free(Manifest *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manifest *, manifest_free);

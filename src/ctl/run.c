@@ -96,6 +96,7 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
                 .length_bits = a->has_params ? a->params.out_len * 8 : 0,
                 .key = a->has_params && a->params.keyed ? a->params.key : NULL,
                 .derive_key = a->has_params ? a->params.context : NULL,
+                .block_size = a->has_params ? a->params.block_size : 0,
         };
         fhash_client *c = NULL;
         fhash_run *fr = NULL;

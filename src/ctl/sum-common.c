@@ -88,6 +88,23 @@ void line_add_hex(Line *l, const uint8_t *d, size_t n)
         l->buf[l->n] = '\0';
 }
 
+void line_add_escaped(Line *l, const char *name, bool escape)
+{
+        if (!escape) {
+                line_adds(l, name);
+                return;
+        }
+        for (const char *p = name; *p; p++)
+                if (*p == '\n')
+                        line_adds(l, "\\n");
+                else if (*p == '\r')
+                        line_adds(l, "\\r");
+                else if (*p == '\\')
+                        line_adds(l, "\\\\");
+                else
+                        line_addc(l, *p);
+}
+
 int line_write(Line *l, int fd)
 {
         size_t done = 0;
@@ -138,6 +155,34 @@ int persona_finish(const char *prog, int status)
                 return status;
         persona_err(prog, "write error: %s", strerror(-out_error));
         return 1;
+}
+
+bool persona_filename_unescape(char *s, size_t len)
+{
+        char *dst = s;
+
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '\0')
+                        return false;
+                if (s[i] != '\\') {
+                        *dst++ = s[i];
+                        continue;
+                }
+                if (i == len - 1)
+                        return false;
+                i++;
+                if (s[i] == 'n')
+                        *dst++ = '\n';
+                else if (s[i] == 'r')
+                        *dst++ = '\r';
+                else if (s[i] == '\\')
+                        *dst++ = '\\';
+                else
+                        return false;
+        }
+        if (dst < s + len)
+                *dst = '\0';
+        return true;
 }
 
 void persona_err(const char *prog, const char *fmt, ...)

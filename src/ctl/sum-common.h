@@ -11,11 +11,11 @@
 /*
  * Called as one of the checksum tools (a symbolic link of that name, or `fhashctl --as NAME`),
  * fhashctl is that tool: its options, defaults, messages, output stream and exit codes, as its
- * documentation and its upstream tests say, for the newest released version. One file per tool
- * family: sum-coreutils.c (md5sum, sha*sum, b2sum, cksum, sum), sum-b3.c (b3sum), sum-xxh.c
- * (xxhsum, xxh32sum, xxh64sum, xxh128sum, xxh3sum), dispatched by personality.c. A personality
- * hashes in the calling thread with plain reads (hash/oneshot.h) and never talks to fhashd, as the
- * tools never do.
+ * documentation and its upstream tests say, for the newest released version. Each tool family has
+ * its own files, its entry point in the one named after it: sum-coreutils*.c (md5sum, sha*sum,
+ * b2sum, cksum, sum), sum-b3*.c (b3sum), sum-xxh*.c (xxhsum, xxh32sum, xxh64sum, xxh128sum,
+ * xxh3sum), dispatched by personality.c. A personality hashes in the calling thread with plain
+ * reads (hash/oneshot.h) and never talks to fhashd, as the tools never do.
  *
  * FHASH_COMPAT=debian12 selects, where Debian 12's version of a tool (coreutils 9.1, b3sum 1.2.0,
  * xxhsum 0.8.1) behaves differently in a way a script could notice (a message, an output format),
@@ -54,6 +54,9 @@ void line_adds(Line *l, const char *s);
 void line_addc(Line *l, char c);
 _printf_(2, 3) void line_addf(Line *l, const char *fmt, ...);
 void line_add_hex(Line *l, const uint8_t *d, size_t n);
+/* Adds name; where escape is set, with '\n', '\r' and '\\' written as "\\n", "\\r" and "\\\\", as
+ * coreutils and xxhsum write a name in a line that starts with a backslash. */
+void line_add_escaped(Line *l, const char *name, bool escape);
 /* Writes the line to fd in one write(2) (more only if the kernel takes less) and empties it: 0,
  * or -errno (the line is dropped). */
 int line_write(Line *l, int fd);
@@ -65,6 +68,11 @@ void line_free(Line *l);
 int persona_out(Line *l);
 /* Exit status status, or 1 after reporting a write error on standard output. */
 int persona_finish(const char *prog, int status);
+
+/* Undoes "\\n", "\\r" and "\\\\" in place over len bytes (a NUL after the shorter result); false for
+ * any other escape, a trailing backslash or a NUL: coreutils' filename_unescape(), which xxhsum's
+ * check mode follows. */
+bool persona_filename_unescape(char *s, size_t len);
 
 /* "PROG: MESSAGE\n" on stderr as one write. */
 _printf_(2, 3) void persona_err(const char *prog, const char *fmt, ...);

@@ -34,7 +34,7 @@ static const struct {
         { "max-size", HASH_OPTION_MAX_SIZE, "t" },     { "dontcache", HASH_OPTION_DONTCACHE, "b" },
         { "more", HASH_OPTION_MORE, "b" },            { "strategy", HASH_OPTION_STRATEGY, "s" },
         { "length", HASH_OPTION_LENGTH, "u" },        { "key", HASH_OPTION_KEY, "ay" },
-        { "derive-key", HASH_OPTION_DERIVE_KEY, "s" },
+        { "derive-key", HASH_OPTION_DERIVE_KEY, "s" }, { "block-size", HASH_OPTION_BLOCK_SIZE, "u" },
 };
 
 /* "names, expected, ..." for the keys in allowed, for error messages. */
@@ -126,17 +126,29 @@ static int read_variant_key(sd_bus_message *m, const char *key, HashOptions *o, 
         return sd_bus_message_exit_container(m);
 }
 
+/* The option of o that a takes not: the first of them. */
+static const char *param_not_taken(HashAlgo a, const HashOptions *o)
+{
+        unsigned takes = hash_algo_params(a);
+
+        return o->params.out_len && !(takes & HASH_PARAM_LENGTH)             ? "length"
+               : o->params.keyed && !(takes & HASH_PARAM_KEY)                ? "key"
+               : o->params.block_size && !(takes & HASH_PARAM_BLOCK_SIZE)    ? "block-size"
+                                                                             : "derive-key";
+}
+
 /* The parameters read against the algorithm, as hash_params_check() finds them. */
 static int check_params(HashAlgo algo, const HashOptions *o, sd_bus_error *error)
 {
         int r = hash_params_check(algo, &o->params);
 
         if (r == -EOPNOTSUPP)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "options: %s takes no \"%s\"",
+                                         hash_algo_to_string(algo), param_not_taken(algo, o));
+        if (o->params.block_size && (r == -ERANGE || r == -EINVAL))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "options: %s takes no \"%s\"", hash_algo_to_string(algo),
-                                         o->params.out_len && !(hash_algo_params(algo) & HASH_PARAM_LENGTH) ? "length"
-                                         : o->params.keyed && !(hash_algo_params(algo) & HASH_PARAM_KEY) ? "key"
-                                                                                                          : "derive-key");
+                                         "options: \"block-size\" must be a power of two from %u to %u, not %u",
+                                         HASH_BLOCK_SIZE_MIN, HASH_BLOCK_SIZE_MAX, o->params.block_size);
         if (r == -ERANGE)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "options: \"length\" of %s is at most %zu bits", hash_algo_to_string(algo),
@@ -224,6 +236,13 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
                                 goto fail;
                         }
                         o.params.out_len = length_bits / 8;
+                } else if (bit == HASH_OPTION_BLOCK_SIZE) {
+                        r = read_variant(m, key, "u", &o.params.block_size, error);
+                        if (r >= 0 && o.params.block_size == 0) {
+                                r = sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                     "options: \"block-size\" is in bytes, not 0");
+                                goto fail;
+                        }
                 } else if (bit == HASH_OPTION_KEY)
                         r = read_variant_key(m, key, &o, error);
                 else if (bit == HASH_OPTION_DERIVE_KEY) {
@@ -257,11 +276,14 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
         o.dontcache = dontcache;
         o.more = more;
         o.strategy = strategy ? engine_read_strategy_from_string(strategy) : ENGINE_READ_AUTO;
-        o.has_params = o.params.out_len != 0 || o.params.keyed || o.params.context;
+        o.has_params = o.params.out_len != 0 || o.params.keyed || o.params.context || o.params.block_size;
         if (o.has_params && algos->n > 1) {
                 r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                       "options: \"%s\" takes one algorithm, not %s",
-                                      o.params.out_len ? "length" : o.params.keyed ? "key" : "derive-key",
+                                      o.params.out_len        ? "length"
+                                      : o.params.keyed        ? "key"
+                                      : o.params.block_size   ? "block-size"
+                                                              : "derive-key",
                                       hash_algo_set_format(algos, names, sizeof(names)));
                 goto fail;
         }

@@ -35,11 +35,13 @@ typedef enum HashOptionKey {
         HASH_OPTION_LENGTH = 1u << 6,
         HASH_OPTION_KEY = 1u << 7,
         HASH_OPTION_DERIVE_KEY = 1u << 8,
+        HASH_OPTION_BLOCK_SIZE = 1u << 9,
 } HashOptionKey;
 
 #define HASH_OPTIONS_HASH_PATHS                                                                            \
         (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MAX_SIZE | HASH_OPTION_DONTCACHE |           \
-         HASH_OPTION_STRATEGY | HASH_OPTION_LENGTH | HASH_OPTION_KEY | HASH_OPTION_DERIVE_KEY)
+         HASH_OPTION_STRATEGY | HASH_OPTION_LENGTH | HASH_OPTION_KEY | HASH_OPTION_DERIVE_KEY |                \
+         HASH_OPTION_BLOCK_SIZE)
 #define HASH_OPTIONS_HASH_FDS (HASH_OPTIONS_HASH_PATHS | HASH_OPTION_MORE)
 /* The rest are the job's, set once by HashFds. */
 #define HASH_OPTIONS_ADD_FDS (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MORE)

@@ -11,7 +11,8 @@
  * exactly as sd-bus will: where sd-bus misreads a header that the specification allows (unknown
  * fields holding a struct, a dict entry or an array of more than one element), the message is
  * refused too. Every rule is listed in dbus-message.c, with whether the specification, sd-bus or
- * both make it; test-dbus-message.c breaks each one and checks sd-bus's own verdict on a socket.
+ * both make it; the test-dbus-message-*.c tests break each one and check sd-bus's own verdict on a
+ * socket.
  *
  * Pure: no I/O, no allocation, no sd-bus; m is only read. Offsets are from the message's first
  * byte, from which the specification measures alignment.

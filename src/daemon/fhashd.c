@@ -14,6 +14,7 @@
 #include "build-config.h"
 #include "daemon/config.h"
 #include "daemon/manager.h"
+#include "protocol/bus.h"
 
 static void help(void)
 {
@@ -94,6 +95,12 @@ static int parse_argv(int argc, char *argv[], FhashConfig *fc, BusArgs *bus)
                         bus_chosen = true;
                         break;
                 case ARG_ADDRESS:
+                        /* Said as what it is, not as sd-bus's "Protocol not supported" at connect. */
+                        if (!bus_address_is_valid(optarg)) {
+                                log_error("--address: \"%s\" is not a D-Bus address (TRANSPORT:KEY=VALUE,..., "
+                                          "e.g. unix:path=/run/dbus/system_bus_socket).", optarg);
+                                return -EINVAL;
+                        }
                         bus->kind = BUS_KIND_ADDRESS;
                         bus->address = optarg;
                         bus_chosen = true;

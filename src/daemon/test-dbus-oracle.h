@@ -3,7 +3,7 @@
 #pragma once
 
 /*
- * For the tests of daemon/dbus-message (test-dbus-message.c, tests/fuzz/fuzz-dbus-message.c): a
+ * For the tests of daemon/dbus-message (test-dbus-message-*.c, tests/fuzz/fuzz-dbus-message.c): a
  * server sd-bus on one end of a socketpair, past the handshake with fds negotiated, as fhashd's
  * direct connections run it; the test writes raw messages to the other end. A filter sees every
  * message sd-bus takes; one it drops is not seen (and sd-bus 252 keeps its fds open: the oracle

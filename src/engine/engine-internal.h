@@ -8,6 +8,7 @@
 #include "engine/engine.h"
 #include "engine/file.h"
 #include "engine/sched.h"
+#include "hash/md.h"
 #include "io/ioring.h"
 #include "io/pool.h"
 #include "io/queue.h"
@@ -16,7 +17,8 @@ enum {
         WORK_FIRST = 1u << 0,  /* start a new digest before this item */
         WORK_LAST = 1u << 1,   /* finish the digest after this item */
         WORK_ABORT = 1u << 2,  /* drop the file: no digest */
-        WORK_PIECE = 1u << 3,  /* a BLAKE3 piece: CV into buf->cv, no per-file state touched */
+        WORK_PIECE = 1u << 3,  /* a piece: a BLAKE3 CV into buf->cv, or fs-verity's block hashes into
+                                * buf->data; no per-file state touched */
 };
 
 typedef struct WorkItem {
@@ -128,6 +130,7 @@ typedef struct Event {
 struct Shard {
         Engine *engine;
         unsigned id;
+        MdCtx *piece_md;              /* the hashing side's: fs-verity pieces' block hashes */
         int cpu;                      /* -1: not pinned */
         EngineConfig config;          /* the engine's */
         size_t buffer_size;

@@ -107,6 +107,9 @@ static int shard_init(Engine *e, Shard *s, unsigned id, int cpu)
         for (unsigned i = 0; i < s->n_buffers + s->n_small; i++)
                 s->bufs[i] = (Buffer){ .data = pool_data(&s->pool, i), .slot = i, .index = (int)i, .span = 1,
                                        .small = pool_is_small(&s->pool, i) };
+        k = md_new(&s->piece_md);
+        if (k < 0)
+                return k;
         /* Hash contexts for the first max_open slots now; the others' when first used. */
         for (unsigned i = s->n_slots; i-- > 0;) {
                 if (i < s->max_open) {
@@ -142,6 +145,7 @@ static void shard_deinit(Shard *s)
                         hash_ctx_free(s->slots[i].ctx_more[k]);
         }
         free(s->slots);
+        md_free(s->piece_md);
         free(s->bufs);
         free(s->express);
         for (unsigned i = 0; s->links && i < s->n_shards; i++)

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include "engine/engine-internal.h"
+#include "hash/fsverity.h"
 #include "basic/macro.h"
 
 /*
@@ -48,6 +49,9 @@ bool linked_eligible(Shard *s, const EngineJob *j, const struct statx *stx)
         uint64_t limit = s->buffer_size;
 
         if (!S_ISREG(stx->stx_mode))
+                return false;
+        /* A verity file's fs-verity digest is the kernel's, with no read: the classic open asks. */
+        if ((stx->stx_attributes & STATX_ATTR_VERITY) && fsverity_tree_hash(j->algo) >= 0)
                 return false;
         if (j->options.strategy == ENGINE_READ_AUTO)
                 limit = MIN(limit, ENGINE_PROBE_MIN);

@@ -56,6 +56,8 @@ static void handle_completion(Shard *s, const IoCompletion *c)
 }
 
 /* How often files are checked for stalls: a quarter of the timeout, within [10 ms, 1 s]. */
+#define DEFERRED_RECHECK_USEC ((uint64_t)10000)
+
 static uint64_t stall_interval(const Shard *s)
 {
         return MIN(MAX(s->stall_timeout / 4, (uint64_t)10000), (uint64_t)1000000);
@@ -266,13 +268,21 @@ void *shard_main(void *arg)
                 parker_prepare(&s->io_parker);
                 if (returns_pending(s) || shard_work_pending(s) || atomic_load(&s->control_pending) ||
                     all_quiet(s) ||
-                    (s->deferred && atomic_load(&s->engine->fds_closed) != s->fds_closed_seen)) {
+                    (s->deferred && (atomic_load(&s->engine->fds_closed) != s->fds_closed_seen ||
+                                     engine_fds(s->engine) == 0))) {
                         parker_cancel(&s->io_parker);
                         continue;
                 }
                 bool timed = (s->open_head && s->stall_timeout != UINT64_MAX) || s->n_zombies > 0 ||
                              atomic_load(&s->engine->shutdown);
-                (void)ioring_wait(s->ring, timed ? stall_interval(s) : UINT64_MAX);
+                /* Opens waiting for an fd: another shard's close counts only once it sees them
+                 * waiting (close_done()), and one that closed its last fd just before that wakes no
+                 * one. Look again every DEFERRED_RECHECK_USEC: deferred_retry() lets them go once
+                 * the engine holds no fd. Only after EMFILE, so no idle wake-ups otherwise. */
+                uint64_t wait = timed ? stall_interval(s) : UINT64_MAX;
+                if (s->deferred)
+                        wait = MIN(wait, DEFERRED_RECHECK_USEC);
+                (void)ioring_wait(s->ring, wait);
                 parker_cancel(&s->io_parker);
         }
         return NULL;

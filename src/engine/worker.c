@@ -6,6 +6,7 @@
 
 #include "engine/engine-internal.h"
 #include "basic/macro.h"
+#include "hash/fsverity.h"
 #include "io/mapguard.h"
 
 static void worker_return(Worker *w, const ReturnItem *it)
@@ -98,29 +99,44 @@ typedef struct PieceUpdate {
         uint32_t len;
         uint8_t *cv;
         const Blake3Mode *mode;
+        /* fs-verity: the block hashes go over the buffer's own slot (for a mapped view, its unused
+         * pool slot), which is as long as the piece and holds at most a 16th of it in hashes. */
+        MdCtx *md;
+        HashAlgo md_algo;
+        uint32_t block_size;
+        int error;
 } PieceUpdate;
 
 static void piece_update(void *userdata)
 {
         PieceUpdate *u = userdata;
 
-        blake3_subtree_cv_mode(u->mode, u->buf->view, u->len, u->buf->offset / BLAKE3_CHUNK_LEN, u->cv);
+        if (u->md)
+                u->error = fsverity_hash_blocks(u->md, u->md_algo, u->block_size, u->buf->view, u->len, u->buf->data);
+        else
+                blake3_subtree_cv_mode(u->mode, u->buf->view, u->len, u->buf->offset / BLAKE3_CHUNK_LEN, u->cv);
 }
 
-/* A BLAKE3 piece: its subtree CV goes back with the buffer; the file's state is its shard's. */
+/* A piece: a BLAKE3 subtree CV, or fs-verity's block hashes, goes back with the buffer; the file's
+ * state is its shard's. */
 static void worker_piece(Worker *w, const WorkItem *it, bool skip)
 {
         Buffer *b = it->buf;
         EngineJob *j = it->file->job;
         PieceUpdate u = { .buf = b, .len = it->len, .cv = b->cv, .mode = &j->b3mode };
 
+        if (fsverity_tree_hash(j->algo) >= 0) {
+                u.md = w->to->piece_md;
+                u.md_algo = fsverity_tree_hash(j->algo);
+                u.block_size = fsverity_block_size(j->options.params);
+        }
         if (!skip) {
                 if (b->mapped) {
                         b->fault = mapguard_run(b->view, it->len, piece_update, &u) < 0;
                         mapped_done(b->view, it->len);
                 } else
                         piece_update(&u);
-                b->piece_ok = !b->fault;
+                b->piece_ok = !b->fault && u.error >= 0;
                 if (b->piece_ok) {
                         atomic_fetch_add_explicit(&j->bytes_done, it->len, memory_order_relaxed);
                         atomic_fetch_add_explicit(&w->to->engine->bytes_hashed, it->len, memory_order_relaxed);

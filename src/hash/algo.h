@@ -32,6 +32,8 @@ typedef enum HashAlgo {
         HASH_XXH32,
         HASH_XXH64,
         HASH_SHA3_224,
+        HASH_FSVERITY,         /* fs-verity's file digest over a SHA-256 Merkle tree (hash/fsverity.h) */
+        HASH_FSVERITY_SHA512,  /* the same over a SHA-512 tree */
         _HASH_ALGO_MAX,
         _HASH_ALGO_INVALID = -EINVAL,
 } HashAlgo;
@@ -48,7 +50,15 @@ typedef enum HashParamFlags {
         HASH_PARAM_LENGTH = 1 << 0,  /* out_len: BLAKE2b/BLAKE2s (b2sum -l), BLAKE3 (b3sum -l) */
         HASH_PARAM_KEY = 1 << 1,     /* keyed: BLAKE3's keyed hash (b3sum --keyed) */
         HASH_PARAM_CONTEXT = 1 << 2, /* context: BLAKE3's key derivation (b3sum --derive-key) */
+        HASH_PARAM_BLOCK_SIZE = 1 << 3, /* block_size: fs-verity's (fsverity digest --block-size) */
 } HashParamFlags;
+
+/* The block sizes of fs-verity's tree that a kernel can enable: powers of two from 1 KiB to the page
+ * size, at most 64 KiB (`fsverity digest` takes more, which no file system could verify). 0 in
+ * HashParams.block_size is 4 KiB, `fsverity digest`'s default. */
+#define HASH_BLOCK_SIZE_MIN 1024u
+#define HASH_BLOCK_SIZE_MAX 65536u
+#define HASH_BLOCK_SIZE_DEFAULT 4096u
 
 /* How to hash, beyond the algorithm. All zero (HASH_PARAMS_DEFAULT) is the algorithm's plain
  * digest. The key is secret: whoever fills one in wipes it with hash_params_wipe(). */
@@ -58,6 +68,7 @@ typedef struct HashParams {
         uint8_t key[HASH_KEY_SIZE];
         const char *context;         /* BLAKE3 derive-key context string; NULL: none. Only read
                                       * while a context is initialised, never kept. */
+        uint32_t block_size;         /* fs-verity's block size in bytes; 0: 4 KiB */
 } HashParams;
 
 #define HASH_PARAMS_DEFAULT ((HashParams) { 0 })
@@ -102,8 +113,9 @@ const char *hash_algo_list(void);
  *  -EOPNOTSUPP  p sets something the algorithm does not take (a length for sha256, a key for
  *               BLAKE2b): callers name the option and the algorithm;
  *  -ERANGE      out_len above hash_algo_digest_max();
- *  -EINVAL      keyed together with a context (b3sum refuses --keyed with --derive-key), or a is
- *               invalid. */
+ *  -EINVAL      keyed together with a context (b3sum refuses --keyed with --derive-key), a block
+ *               size that is not a power of two, or a is invalid;
+ *  -ERANGE      also a block size outside HASH_BLOCK_SIZE_MIN ... HASH_BLOCK_SIZE_MAX. */
 int hash_params_check(HashAlgo a, const HashParams *p);
 /* The digest length a and p give in bytes (p NULL or out_len 0: the default); 0 when they do not
  * suit each other (hash_params_check() says why). */

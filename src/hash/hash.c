@@ -22,6 +22,7 @@
 #define XXH3_UPDATE_128 XXH3_128bits_update
 #endif
 
+#include "hash/fsverity.h"
 #include "hash/hash.h"
 #include "hash/md.h"
 #include "basic/macro.h"
@@ -33,7 +34,9 @@ struct HashCtx {
         bool active;   /* between init and final */
         bool secret;   /* the state holds a key or key material: wipe it when done */
         size_t size;   /* digest bytes of this run */
-        MdCtx *md;     /* MD5, SHA-1, SHA-2, SHA-3, SM3 */
+        MdCtx *md;     /* MD5, SHA-1, SHA-2, SHA-3, SM3; BLAKE2 at its default length if md has it */
+        bool blake2_md; /* this run's BLAKE2 is md's, not libb2's */
+        FsverityTree *fsverity; /* made the first time the context runs an fs-verity digest */
         /* xxHash's states are opaque in its stable API: allocated (XXH3's 64-byte aligned). */
         XXH3_state_t *xxh3;
         XXH32_state_t *xxh32;
@@ -129,6 +132,7 @@ HashCtx *hash_ctx_free(HashCtx *c)
                 return NULL;
         ctx_wipe(c);
         md_free(c->md);
+        fsverity_tree_free(c->fsverity);
         if (c->xxh3)
                 (void)XXH3_freeState(c->xxh3);
         if (c->xxh32)
@@ -171,12 +175,17 @@ int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p)
                 r = ctx_init_blake3(c, p);
                 break;
         case HASH_BLAKE2B:
-                /* The length goes into the parameter block, as b2sum -l does: a different digest,
-                 * not a truncation of the 64-byte one. */
-                r = blake2b_init(&c->u.blake2b, size) == 0 ? 0 : -EIO;
-                break;
         case HASH_BLAKE2S:
-                r = blake2s_init(&c->u.blake2s, size) == 0 ? 0 : -EIO;
+                /* The default length from md where it has BLAKE2 (OpenSSL: faster, algo.c). Any
+                 * other goes into libb2's parameter block, as b2sum -l does: a different digest,
+                 * not a truncation of the full one. */
+                c->blake2_md = size == hash_algo_digest_size(a) && md_init(c->md, a) == 0;
+                if (c->blake2_md)
+                        r = 0;
+                else if (a == HASH_BLAKE2B)
+                        r = blake2b_init(&c->u.blake2b, size) == 0 ? 0 : -EIO;
+                else
+                        r = blake2s_init(&c->u.blake2s, size) == 0 ? 0 : -EIO;
                 break;
         case HASH_XXH3:
                 r = XXH3_64bits_reset(c->xxh3) == XXH_OK ? 0 : -EIO;
@@ -192,6 +201,12 @@ int hash_ctx_init_params(HashCtx *c, HashAlgo a, const HashParams *p)
                 break;
         case HASH_CRC32C:
                 c->crc = 0;
+                break;
+        case HASH_FSVERITY:
+        case HASH_FSVERITY_SHA512:
+                r = c->fsverity ? 0 : fsverity_tree_new(&c->fsverity);
+                if (r >= 0)
+                        r = fsverity_tree_init(c->fsverity, a, fsverity_block_size(p));
                 break;
         default:
                 r = md_init(c->md, a);
@@ -222,8 +237,12 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
                 blake3_hasher_update(&c->u.blake3, data, n);
                 return 0;
         case HASH_BLAKE2B:
+                if (c->blake2_md)
+                        return md_update(c->md, data, n);
                 return blake2b_update(&c->u.blake2b, data, n) == 0 ? 0 : -EIO;
         case HASH_BLAKE2S:
+                if (c->blake2_md)
+                        return md_update(c->md, data, n);
                 return blake2s_update(&c->u.blake2s, data, n) == 0 ? 0 : -EIO;
         case HASH_XXH3:
                 return XXH3_UPDATE_64(c->xxh3, data, n) == XXH_OK ? 0 : -EIO;
@@ -236,6 +255,9 @@ int hash_ctx_update(HashCtx *c, const void *data, size_t n)
         case HASH_CRC32C:
                 c->crc = crc32c_update(c->crc, data, n);
                 return 0;
+        case HASH_FSVERITY:
+        case HASH_FSVERITY_SHA512:
+                return fsverity_tree_update(c->fsverity, data, n);
         default:
                 return md_update(c->md, data, n);
         }
@@ -285,10 +307,16 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
                 blake3_hasher_finalize(&c->u.blake3, out, c->size);
                 break;
         case HASH_BLAKE2B:
-                r = blake2b_final(&c->u.blake2b, out, c->size) == 0 ? 0 : -EIO;
+                if (c->blake2_md)
+                        r = md_final(c->md, out);
+                else
+                        r = blake2b_final(&c->u.blake2b, out, c->size) == 0 ? 0 : -EIO;
                 break;
         case HASH_BLAKE2S:
-                r = blake2s_final(&c->u.blake2s, out, c->size) == 0 ? 0 : -EIO;
+                if (c->blake2_md)
+                        r = md_final(c->md, out);
+                else
+                        r = blake2s_final(&c->u.blake2s, out, c->size) == 0 ? 0 : -EIO;
                 break;
         case HASH_XXH3:
         case HASH_XXH128:
@@ -299,6 +327,10 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest)
         case HASH_CRC32C:
                 /* Big-endian, so the hex spells the value the way CRC check values are quoted. */
                 store_be32(out, c->crc);
+                break;
+        case HASH_FSVERITY:
+        case HASH_FSVERITY_SHA512:
+                r = fsverity_tree_final(c->fsverity, out);
                 break;
         default:
                 r = md_final(c->md, out);
@@ -323,6 +355,15 @@ int hash_ctx_xof(HashCtx *c, uint64_t seek, uint8_t *out, size_t n)
         /* Reads the output without changing the hasher, so that pieces can follow one another. */
         blake3_hasher_finalize_seek(&c->u.blake3, seek, out, n);
         return 0;
+}
+
+int hash_ctx_add_block_hashes(HashCtx *c, const uint8_t *hashes, uint64_t bytes)
+{
+        if (!c || !c->active)
+                return -EINVAL;
+        if (c->algo != HASH_FSVERITY && c->algo != HASH_FSVERITY_SHA512)
+                return -EOPNOTSUPP;
+        return fsverity_tree_add_hashes(c->fsverity, hashes, bytes);
 }
 
 size_t hash_ctx_digest_size(const HashCtx *c)

@@ -41,6 +41,11 @@ int hash_ctx_final(HashCtx *c, uint8_t *ret_digest);
  * context is left as it was, so pieces can follow one another; hash_ctx_final() or the next init
  * ends it (and wipes a key). -EOPNOTSUPP for the other algorithms, -EINVAL outside init..final. */
 int hash_ctx_xof(HashCtx *c, uint64_t seek, uint8_t *out, size_t n);
+/* fs-verity (fsverity, fsverity-sha512): the hashes of the next data blocks instead of their bytes,
+ * for `bytes` bytes of the file, as fsverity_hash_blocks() computed them elsewhere (a big file's
+ * pieces on other cores); see fsverity_tree_add_hashes(). -EOPNOTSUPP for the other algorithms,
+ * -EINVAL outside init..final or after bytes that did not end a block. */
+int hash_ctx_add_block_hashes(HashCtx *c, const uint8_t *hashes, uint64_t bytes);
 /* The digest length of the current (or last) init in bytes; 0 before the first. */
 size_t hash_ctx_digest_size(const HashCtx *c);
 

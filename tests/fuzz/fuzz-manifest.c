@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz-manifest.c: the check-file parser on arbitrary bytes; every entry must survive a round trip */
+/* fuzz-manifest.c: the check-file parser on arbitrary bytes; every entry must survive a round trip; the
+ * mtree parser on the same bytes as lines */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 #include "ctl/output.h"
 
 /* Bytes that matter to the check-file parser (fuzz.h). */
-const char fuzz_interesting[] = "\\\n\r\t ()=*#_-0123456789abcdefABCDEFSHA256BLAKE3XXH3MD5\0\xff\xc3";
+const char fuzz_interesting[] = "\\\n\r\t ()=*#_-0123456789abcdefABCDEFSHA256BLAKE3XXH3MD5\0\xff\xc3/.";
 const size_t fuzz_interesting_size = sizeof(fuzz_interesting) - 1;
 
 /* A parsed entry written back the way fhashctl writes it must parse to the same entry. */
@@ -36,8 +37,39 @@ static void round_trip(const ManifestEntry *e)
         free(back.name);
 }
 
+/* Every line as an mtree entry, one parser for all (its /set and directory carry over): an entry has
+ * a name without NUL and a digest of its algorithm's length, or none. */
+static void fuzz_mtree(const char *s, size_t size)
+{
+        MtreeParser *p = NULL;
+
+        if (mtree_parser_new(&p) < 0)
+                return;
+        for (size_t off = 0; off < size;) {
+                const char *nl = memchr(s + off, '\n', size - off);
+                size_t len = nl ? (size_t)(nl - (s + off)) : size - off;
+                char *name = NULL, hex[HASH_HEX_MAX];
+                HashAlgo a = _HASH_ALGO_INVALID;
+                MtreeInfo info = {};
+
+                if (mtree_parse_line(p, s + off, len, _HASH_ALGO_INVALID, &name, &a, hex, &info) == 1) {
+                        if (!name[0] && len > 0 && s[off] != '\\')
+                                abort();
+                        if (a >= 0 ? strlen(hex) != 2 * hash_algo_digest_size(a) : hex[0] != '\0')
+                                abort();
+                        if (info.link && info.type != MTREE_LINK)
+                                abort();
+                        free(name);
+                        free(info.link);
+                }
+                off += len + (nl ? 1 : 0);
+        }
+        mtree_parser_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+        fuzz_mtree((const char *)data, size);
         static const HashAlgo algos[] = { _HASH_ALGO_INVALID, HASH_SHA256, HASH_BLAKE3, HASH_XXH3 };
 
         for (int zero = 0; zero < 2; zero++)

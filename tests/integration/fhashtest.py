@@ -34,7 +34,7 @@ ERR_PREFIX = "org.fhash.Hasher1.Error."
 
 ALGORITHMS = ["sha256", "sha512", "sha1", "md5", "sha3-256", "blake2b", "blake3", "xxh3", "xxh128", "crc32c",
               "sha224", "sha384", "sha3-384", "sha3-512", "sm3", "blake2s", "xxh32", "xxh64",
-              "sha3-224"]
+              "sha3-224", "fsverity", "fsverity-sha512"]
 
 
 def skip(msg):
@@ -361,6 +361,8 @@ REFERENCE_TOOLS = {
     "blake2s": ["openssl", "dgst", "-blake2s256", "-r"],
     "xxh32": ["xxhsum", "-H0"],
     "xxh64": ["xxhsum", "-H1"],
+    "fsverity": ["fsverity", "digest", "--compact"],
+    "fsverity-sha512": ["fsverity", "digest", "--compact", "--hash-alg=sha512"],
 }
 
 

@@ -9,6 +9,7 @@ import hashlib
 import os
 import random
 import socket
+import subprocess
 import sys
 import time
 
@@ -563,6 +564,12 @@ def main():
     ft.FHASH_JOB_PREFIX = ft.MANAGER_PATH + "/job"
     ft.glib_mainloop()
     n_calls = int(os.environ.get("FHASH_FUZZ_CALLS", "3000"))
+    # A mistyped --address is a usage error that says so, not "Protocol not supported" at connect.
+    for bad in ("garbage", "unix:", "unix:path=/x;oops"):
+        r = subprocess.run([ft.fhashd_path(), "--address", bad], capture_output=True, text=True, timeout=30)
+        ft.check(r.returncode == 2 and f'--address: "{bad}" is not a D-Bus address' in r.stderr,
+                 f"fhashd --address {bad!r}: exit {r.returncode}, {r.stderr!r}")
+    ft.log("ok: fhashd --address with no D-Bus address is a usage error naming it")
     with ft.Bus(anyone=True) as bus:
         tmp = os.path.join(bus.dir, "files")
         os.makedirs(tmp)

@@ -119,25 +119,6 @@ def readme_using(ctx, text):
         ft.check(got == want, f"README: `{cmd}` printed\n{got}\ninstead of\n{want}")
 
 
-def readme_tools(ctx, text):
-    """README's fhashctl as the tools: the packages' /usr/lib/fhash/bin is a directory of links to this
-    build's fhashctl, first on PATH (the transcript's export) for every line after it."""
-    d = ctx.fixture("tools")
-    tools = os.path.join(d, "lib-fhash-bin")
-    os.makedirs(tools)
-    for t in ("sha256sum", "cksum", "xxhsum", "b3sum"):
-        os.symlink(ft.fhashctl_path(), os.path.join(tools, t))
-    write(os.path.join(d, "data/sub/y"), b"y")
-    prefix = ""
-    for cmd, want in transcript(text):
-        if cmd.startswith("export PATH=/usr/lib/fhash/bin:"):
-            ft.check(want == "", f"README: `{cmd}` has output")
-            prefix = f"export PATH={tools}:$PATH; "
-            continue
-        _, got = ctx.sh(prefix + cmd, d, daemon=False, check=False)
-        ft.check(got == want, f"README: `{cmd}` printed\n{got}\ninstead of\n{want}")
-
-
 def fhashctl_examples(ctx, text):
     """fhashctl(1)'s EXAMPLES, each in a tree with what it names, through fhashd on "the system bus"."""
     d = ctx.fixture("fhashctl-examples")
@@ -149,7 +130,6 @@ def fhashctl_examples(ctx, text):
     write(os.path.join(d, "data/a"), b"a")
     write(os.path.join(d, "data/sub/b"), b"b")
     write(os.path.join(d, "big.img"), os.urandom(3 << 20))
-    write(os.path.join(d, "data.bin"), os.urandom(5000))
     for cmd, want in transcript(text):
         ft.check(want == "", f"fhashctl(1): an example with output: {cmd}")
         _, out = ctx.sh(cmd, d, daemon=True)
@@ -315,6 +295,31 @@ def libfhash_synopsis(ctx, text):
         if not decl or decl.startswith("#include"):
             continue
         ft.check(decl + ";" in header, f"libfhash(3)'s SYNOPSIS: not in fhash.h: {decl}")
+
+
+TOOLS = ["md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "sum",
+         "b3sum", "xxhsum", "xxh32sum", "xxh64sum", "xxh128sum", "xxh3sum"]
+
+
+def readme_tools(ctx, text):
+    """README's fhashctl-as-the-tools session: /usr/lib/fhash/bin is a directory of this build's
+    links (as the package installs them), put first on PATH by the session's `export`; output as
+    printed."""
+    d = ctx.fixture("tools")
+    write(os.path.join(d, "data/sub/y"), b"y")
+    tools = os.path.join(ctx.tmp, "toolsdir")
+    os.makedirs(tools)
+    for t in TOOLS:
+        os.symlink(ft.fhashctl_path(), os.path.join(tools, t))
+    prefix = ""
+    for cmd, want in transcript(text):
+        if cmd.startswith("export PATH=/usr/lib/fhash/bin:"):
+            ft.check(want == "", f"README: `{cmd}` shows output")
+            prefix = f"export PATH={tools}:$PATH; "
+            continue
+        _, got = ctx.sh(prefix + cmd, d, daemon=False, check=False)
+        ft.check(got == want, f"README: `{cmd}` printed\n{got}\ninstead of\n{want}")
+    ft.check(prefix != "", "README: the tools' session no longer puts /usr/lib/fhash/bin on PATH")
 
 
 def diagram(ctx, text):

@@ -41,6 +41,7 @@ Needs root (namespaces, setpriv); exits 77 with the reason when something is mis
 import glob
 import importlib.util
 import json
+import re
 import os
 import shutil
 import signal
@@ -1690,6 +1691,35 @@ def sub_LOAD(env, s):
 
 
 SUBTESTS = {n[4:]: f for n, f in globals().items() if n.startswith("sub_")}
+# Failures that are latency alone, every call answered: Ping's in the attacks, root's p99 in LOAD.
+LATENCY_ONLY = re.compile(r"Peer\.Ping took up to \d+ ms \(0 of \d+ failed;|root's 4 KiB file every \d+ ms: p99 [\d.]+ ms \(bound")
+
+
+def run_subtest(env, name):
+    """One run of subtest name: its Sub, with its figures logged."""
+    t = time.monotonic()
+    log(f"==== {name}: {(SUBTESTS[name].__doc__ or '').strip() if name in SUBTESTS else 'dfuzzer'}")
+    if name == "dfuzzer":
+        s = dfuzzer_test(env)
+    else:
+        s = Sub(name, env)
+        try:
+            SUBTESTS[name](env, s)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:
+            import traceback
+            s.expect(False, f"the subtest broke: {e!r}\n{traceback.format_exc()}")
+    env.stop_procs()
+    for dm in env.daemons:
+        if dm.alive() and dm.stop(SIGTERM_S) is None:
+            dm.kill()
+    env.daemons = []
+    env.sweep()
+    s.part = None
+    s.fig("seconds", round(time.monotonic() - t, 1))
+    log(f"FIGURES {name} {json.dumps(s.figures, default=str)}")
+    return s
 
 
 def dfuzzer_test(env):
@@ -1746,28 +1776,18 @@ def inner(argv):
                 log(f"unknown subtest(s) {unknown}; known: {' '.join(SUBTESTS)}")
                 return 2
         for name in todo:
-            t = time.monotonic()
-            log(f"==== {name}: {(SUBTESTS[name].__doc__ or '').strip() if name in SUBTESTS else 'dfuzzer'}")
-            if name == "dfuzzer":
-                s = dfuzzer_test(env)
-            else:
-                s = Sub(name, env)
-                try:
-                    SUBTESTS[name](env, s)
-                except KeyboardInterrupt:
-                    raise
-                except Exception as e:
-                    import traceback
-                    s.expect(False, f"the subtest broke: {e!r}\n{traceback.format_exc()}")
-            env.stop_procs()
-            for dm in env.daemons:
-                if dm.alive() and dm.stop(SIGTERM_S) is None:
-                    dm.kill()
-            env.daemons = []
-            env.sweep()
-            s.part = None
-            s.fig("seconds", round(time.monotonic() - t, 1))
-            log(f"FIGURES {name} {json.dumps(s.figures, default=str)}")
+            for attempt in (1, 2):
+                s = run_subtest(env, name)
+                # Latency alone (every Ping answered, one slower than the bound; LOAD's root p99 over
+                # its bound with no job lost, wrong or failed) can be a busy machine's: on two cores
+                # the p99 of 190 calls is their second slowest. The subtest runs once more, and fails
+                # if it fails again. Any other failure is final.
+                if attempt == 1 and s.failures and not s.skipped and all(LATENCY_ONLY.search(f) for f in s.failures):
+                    for f in s.failures:
+                        log(f"  retry: {f}")
+                    log(f"RETRY {name}: only latency was over its bound; once more")
+                    continue
+                break
             if s.skipped:
                 log(f"SKIP {name}: {s.skipped}")
                 results.append((name, "SKIP"))

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# Writes the D-Bus messages that src/daemon/test-dbus-message.c checks as made by other implementations
-# than sd-bus (which the test drives itself): GDBus (GLib's Gio.DBusMessage.to_blob(), both byte
-# orders) and dbus-daemon (libdbus: its replies to Hello, and a GDBus call with fds as the bus
-# forwards it, with SENDER and UNIX_FDS of its own). A name's "-fdsN" is how many fds came with it.
+# Writes the D-Bus messages that src/daemon/test-dbus-message-real.c checks as made by other
+# implementations than sd-bus (which the test drives itself): GDBus (GLib's
+# Gio.DBusMessage.to_blob(), both byte orders) and dbus-daemon (libdbus: its replies to Hello, and a
+# GDBus call with fds as the bus forwards it, with SENDER and UNIX_FDS of its own). A name's "-fdsN"
+# is how many fds came with it.
 #
 #   /usr/bin/python3 tests/data/dbus-message/generate.py   (needs python3-gi and dbus-daemon)
 #
