@@ -76,6 +76,9 @@ for path, text in sources(["src/**/*.c"]):
 for path, text in sources(["python/**/*.py"]):
     for v in re.findall(r'os\.environ(?:\.get\(|\[)"(\w+)"', text):
         env.setdefault(v, path)
+    # A name kept in a constant for os.environ (LIBRARY_ENV = "FHASH_LIBRARY").
+    for v in re.findall(r'^\w*_ENV\s*=\s*"(\w+)"', text, re.M):
+        env.setdefault(v, path)
 if len(env) < 5:
     failures.append(f"only {len(env)} environment variables found: {sorted(env)}")
 for v, path in sorted(env.items()):
