@@ -358,9 +358,10 @@ def api_tests(address, tmp, fhashd_args):
     ft.check("sha256" in Fhash.Client.list_algorithms() and "blake3" in Fhash.Client.list_algorithms(), "algorithms")
     ft.log("ok: unordered results, two runs at once, INVALID_ARGS, NOT_REACHABLE naming the socket, fallback")
 
-    # The busy signal: another run holds one of the two files fhashd allows this uid (a FIFO with no
-    # data), which leaves no room for the two of this run, for over a second; then it ends and the
-    # busy run goes on.
+    # The busy signal: another run holds one of the two files fhashd allows this uid (a FIFO with a
+    # byte and a writer that waits: libfhash keeps a FIFO with no data at all to itself, so fhashd
+    # gets it only with its first byte), which leaves no room for the two of this run, for over a
+    # second; then it ends and the busy run goes on.
     bus2 = ft.Bus(tmpdir=tempfile.mkdtemp(dir=tmp)).start()
     try:
         a = Fhash.Client.new_for_address(bus2.address, Fhash.ClientFlags.NO_FALLBACK)
@@ -370,12 +371,13 @@ def api_tests(address, tmp, fhashd_args):
             b.connect("busy", lambda _c, reason, gives_up: busy.append((reason, gives_up)))
             fifo = new_fifo("fifo-busy")
             w = os.open(fifo, os.O_RDWR)
+            os.write(w, b"n")
             boxes = [{}, {}]
             a.hash_async([fifo], None, lambda o, r: boxes[0].update(res=r))
             iterate_until(lambda: False, 0.5)
             b.hash_async(files[:2], None, lambda o, r: boxes[1].update(res=r))
             ft.check(iterate_until(lambda: busy, 10), "no busy signal within 10 s")
-            os.write(w, b"now")
+            os.write(w, b"ow")
             os.close(w)
             ft.check(iterate_until(lambda: all("res" in x for x in boxes), 60), "the busy runs never ended")
             ra, rb = a.hash_finish(boxes[0]["res"]), b.hash_finish(boxes[1]["res"])
