@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# test-debian.sh: debian/ builds fhash, libfhash0, libfhash-dev and python3-fhash with
-# "dpkg-buildpackage -b -us -uc" from a copy of the source tree; lintian finds no error; installed
-# they give a working fhashctl, the library, the Python module and the unit in systemd's directory;
+# test-debian.sh: debian/ builds fhash, libfhash0, libfhash-dev, python3-fhash, libfhash-glib0,
+# libfhash-glib-dev and gir1.2-fhash-1.0 with "dpkg-buildpackage -b -us -uc" from a copy of the
+# source tree; lintian finds no error; installed they give a working fhashctl, the library, the
+# Python module, the GObject library through introspection and the unit in systemd's directory;
 # purged, they leave nothing behind.
 #
 # The packages are installed and purged in a throwaway root, never on this machine: a mount
@@ -17,7 +18,7 @@ set -uo pipefail
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
-pkgs=(python3-fhash libfhash-dev libfhash0 fhash)
+pkgs=(gir1.2-fhash-1.0 libfhash-glib-dev libfhash-glib0 python3-fhash libfhash-dev libfhash0 fhash)
 
 # The second stage, in the mount namespace: "test-debian.sh --in-root DIR" where DIR holds the .debs.
 if [ "${1:-}" = --in-root ]; then
@@ -60,6 +61,8 @@ for f in /usr/bin/fhashctl /usr/libexec/fhashd /lib/systemd/system/fhashd.servic
         [ -e "$f" ] || fail "$f is not installed"
 done
 ls /usr/lib/*/libfhash.so.0 >/dev/null 2>&1 || fail "libfhash.so.0 is not installed"
+ls /usr/lib/*/libfhash-glib.so.0 /usr/lib/*/girepository-1.0/Fhash-1.0.typelib /usr/share/gir-1.0/Fhash-1.0.gir \
+        >/dev/null 2>&1 || fail "libfhash-glib.so.0, its typelib or its .gir is not installed"
 grep -qx "ExecStart=/usr/libexec/fhashd --system" /lib/systemd/system/fhashd.service ||
         fail "the unit does not start /usr/libexec/fhashd"
 printf 'some data\n' >"$tmp/f"
@@ -79,7 +82,19 @@ with fhash.Client(local=True) as c:
 print(r.digest)' "$tmp/f") || fail "the installed Python module does not work"
 [ "$got" = "$(sha256sum <"$tmp/f" | cut -d' ' -f1)" ] || fail "python3-fhash gave $got"
 pkgconf=$(pkg-config --cflags --libs fhash) || fail "pkg-config fhash"
-echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf) and python3-fhash work"
+pkg-config --exists fhash-glib || fail "pkg-config fhash-glib"
+# The typelib as PyGObject finds it (no GI_TYPELIB_PATH): a local run of the installed library.
+got=$(env -u LD_LIBRARY_PATH -u GI_TYPELIB_PATH /usr/bin/python3 -c '
+import sys, gi
+gi.require_version("Fhash", "1.0")
+from gi.repository import Fhash, GLib
+c = Fhash.Client.new_for_address(None, Fhash.ClientFlags.LOCAL)
+loop, box = GLib.MainLoop(), {}
+c.hash_async([sys.argv[1]], None, lambda o, r: (box.update(r=o.hash_finish(r)), loop.quit()))
+loop.run()
+print(box["r"][0].get_digest())' "$tmp/f") || fail "the installed typelib and libfhash-glib do not work"
+[ "$got" = "$(sha256sum <"$tmp/f" | cut -d' ' -f1)" ] || fail "libfhash-glib through the typelib gave $got"
+echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf), python3-fhash and libfhash-glib (typelib) work"
 
 # Purged: nothing of theirs is left.
 # The packages' files and links (not their directories, which /lib -> usr/lib makes ambiguous).
