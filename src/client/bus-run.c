@@ -571,11 +571,22 @@ static int connected(Bus *c)
 }
 
 /* No fhashd to go on with: the run fails with Gone (-ENOTCONN; run.c falls back in-process where the
- * client allows it). FIFOs still waiting get an error: their writers are ours no more. */
+ * client allows it). FIFOs still waiting were never read: their fds go back to the feed, for the
+ * in-process run to read from where they are (nothing answers them when the run fails). */
 static int give_up(Bus *c, const char *why)
 {
-        parked_answer(c, &(Outcome){ .status = FHASH_ERROR, .error = -EIO,
-                                     .message = "fhashd went away before this FIFO's writer came" });
+        for (size_t i = 0; i < c->n_parked; i++) {
+                Parked *p = &c->parked[i];
+
+                if (feed_flags(c->feed, p->item))
+                        *feed_flags(c->feed, p->item) &= (uint8_t)~INPUT_PARKED;
+                /* A file under a lease has no fd yet: opened again in-process. */
+                if (p->fd < 0)
+                        continue;
+                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+                feed_keep_fd(c->feed, p->item, p->fd);
+        }
+        c->n_parked = 0;
         (void)sd_bus_error_setf(c->ret_error, FHASH_ERROR_GONE, "fhashd went away while hashing and cannot be reached again: %s",
                                 why ?: "no reason given");
         c->jobs.error = -ENOTCONN;

@@ -25,6 +25,7 @@ typedef struct Slot {
         bool answered;                  /* its result is in: delivered, or waiting for its turn */
         bool delivered;                 /* unordered: handed over already */
         uint8_t flags;                  /* the backend's (feed_flags()) */
+        int kept_fd;                    /* feed_keep_fd()'s, until feed_open() hands it on */
         const char *skip;               /* a skip reason, interned in Feed.notes */
         /* A result that came before its turn, kept until then. */
         fhash_status status;
@@ -79,6 +80,7 @@ static Slot *slot_of(const Feed *f, size_t index)
 
 static void slot_clear(Slot *s)
 {
+        s->kept_fd = safe_close(s->kept_fd);
         free(s->heap);
         free(s->message);
         free(s->hex_long);
@@ -334,7 +336,7 @@ static int pull(Feed *f)
                 it.expected = NULL;
         index = f->n_items;
         s = &f->slots[index & (f->alloc - 1)];
-        *s = (Slot){ .in = it };
+        *s = (Slot){ .in = it, .kept_fd = -EBADF };
         if (in.skip) {
                 s->skip = intern_note(f, in.skip);
                 if (!s->skip)
@@ -395,15 +397,18 @@ const Input *feed_input(const Feed *f, size_t index)
         return s && !s->answered ? &s->in : NULL;
 }
 
-int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
+int feed_open(Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
 {
         const Input *in = feed_input(f, index);
+        Slot *s = slot_of(f, index);
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
         if (!in)
                 return -ESRCH;
-        if (!in->path || streq(in->path, "-"))
+        if (s->kept_fd >= 0)
+                fd = TAKE_FD(s->kept_fd);
+        else if (!in->path || streq(in->path, "-"))
                 fd = fcntl(in->path ? STDIN_FILENO : in->fd, F_DUPFD_CLOEXEC, 3);
         else
                 fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -426,6 +431,25 @@ int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
         *ret_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX;
         *ret_fd = TAKE_FD(fd);
         return in->path && !streq(in->path, "-") && S_ISFIFO(st.st_mode) ? FEED_OPEN_FIFO : 0;
+}
+
+bool feed_has_kept_fd(const Feed *f, size_t index)
+{
+        const Slot *s = slot_of(f, index);
+
+        return s && s->kept_fd >= 0;
+}
+
+void feed_keep_fd(Feed *f, size_t index, int fd)
+{
+        Slot *s = slot_of(f, index);
+
+        if (!s || s->answered) {
+                safe_close(fd);
+                return;
+        }
+        safe_close(s->kept_fd);
+        s->kept_fd = fd;
 }
 
 int feed_fd_blocking(int fd)

@@ -71,7 +71,13 @@ const Input *feed_input(const Feed *f, size_t index);
  * -EWOULDBLOCK: a lease is being broken, try again in a while; or -errno (the caller answers the
  * input with it). */
 #define FEED_OPEN_FIFO 1
-int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size);
+int feed_open(Feed *f, size_t index, int *ret_fd, uint64_t *ret_size);
+/* Takes fd, one feed_open() gave for input index and the backend did not use up: the next
+ * feed_open() of the input gives it instead of opening the input again (a FIFO parked in a run that
+ * lost fhashd goes on in-process: closed and opened again, a writer between the two would get EPIPE,
+ * and data in the pipe would be lost). Closed with the input. */
+void feed_keep_fd(Feed *f, size_t index, int fd);
+bool feed_has_kept_fd(const Feed *f, size_t index);
 /* Clears O_NONBLOCK on fd (one feed_open() gave with FEED_OPEN_FIFO): 0, or -errno. */
 int feed_fd_blocking(int fd);
 /* Answers input index (once: later answers, and indexes not pulled, are ignored) and delivers every

@@ -351,14 +351,20 @@ static int local_add(Local *l, size_t i)
                 b->map = nm;
                 b->alloc = na;
         }
-        if (in->path && !streq(in->path, "-"))
+        if (in->path && !streq(in->path, "-") && !feed_has_kept_fd(l->feed, i))
                 k = engine_job_add_path(b->job, in->path);
         else {
-                /* The job closes what it is given: the feed's duplicate, not the caller's fd. */
+                /* The job closes what it is given: the feed's duplicate, not the caller's fd; or the
+                 * fd a run that lost fhashd kept (a FIFO it had open, read by the engine's thread). */
                 uint64_t size;
                 int fd = -EBADF;
 
                 r = feed_open(l->feed, i, &fd, &size);
+                if (r == FEED_OPEN_FIFO) {
+                        r = feed_fd_blocking(fd);
+                        if (r < 0)
+                                safe_close(fd);
+                }
                 if (r < 0) {
                         feed_answer(l->feed, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
                         return 0;
@@ -395,13 +401,20 @@ static bool wants_more(const Local *l)
         return !feed_source_done(l->feed) && l->queued < LOCAL_QUEUED_MAX && feed_pending(l->feed) < FEED_MAX_PENDING;
 }
 
+/* Inputs pulled before this backend started and not answered (a run with FHASH_HASH_RESUME that lost
+ * fhashd went on here: the source may be done already), or more from the source. */
+static bool has_more(const Local *l)
+{
+        return (l->from < feed_pulled(l->feed) && l->queued < LOCAL_QUEUED_MAX) || wants_more(l);
+}
+
 /* One step of the feed: up to l->step inputs, then every batch they filled starts. */
 static int fill(Local *l)
 {
         size_t pulled = 0;
         int r;
 
-        while (pulled < l->step && wants_more(l)) {
+        while (pulled < l->step && has_more(l)) {
                 size_t i;
 
                 r = feed_next(l->feed, l->from, &i);
