@@ -53,8 +53,8 @@ int main(int argc, char *argv[])
                 struct pollfd p = { .fd = fhash_run_get_fd(run), .events = (short)fhash_run_get_events(run) };
                 uint64_t t = fhash_run_get_timeout(run), now = now_usec();
 
-                /* The loop's other sources would be polled here too. */
-                (void)poll(&p, 1, t <= now ? 0 : (int)((t - now + 999) / 1000));
+                /* The loop's other sources would be polled here too. UINT64_MAX: no timeout. */
+                (void)poll(&p, 1, t == UINT64_MAX ? -1 : t <= now ? 0 : (int)((t - now + 999) / 1000));
         }
         if (r < 0)
                 fprintf(stderr, "hash-files-async: %s\n", e.message);

@@ -22,6 +22,11 @@
 #define FHASH_ERROR_TIMED_OUT FHASH_ERROR_PREFIX "TimedOut"
 /* AddFds() on a job that takes no more inputs: closed, finished or cancelled. */
 #define FHASH_ERROR_JOB_CLOSED FHASH_ERROR_PREFIX "JobClosed"
+/* Never sent by fhashd: libfhash's name for a run that lost fhashd (it exited, crashed or restarted
+ * while the run had files in it) and did not, or could not, go on with another (fhash.h). */
+#define FHASH_ERROR_GONE FHASH_ERROR_PREFIX "Gone"
+/* Never sent by fhashd: libfhash's name for no fhashd to reach where no bus answered (fhash.h). */
+#define FHASH_ERROR_NOT_REACHABLE FHASH_ERROR_PREFIX "NotReachable"
 
 /* The system bus lets a message carry at most 16 fds. */
 #define FHASH_MAX_FDS_PER_CALL 16

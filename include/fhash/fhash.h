@@ -16,8 +16,16 @@
  * with the same engine, unless told not to.
  *
  * Errors are negative errno values. A function that takes an fhash_error fills it in on failure with
- * the D-Bus error name (or "") and a message for people. Thread safety: an fhash_client is used by
- * one thread at a time; different clients may be used from different threads at once.
+ * the D-Bus error name (or "") and a message for people: fhashd's names (fhash-dbus.h), the bus's,
+ * and two of libfhash's own, org.fhash.Hasher1.Error.NotReachable (no fhashd could be reached:
+ * no bus, or a bus that refused the connection) and org.fhash.Hasher1.Error.Gone (fhashd went away
+ * during a run). Thread safety: an fhash_client is used by one thread at a time; different clients
+ * may be used from different threads at once. A client may have several runs at once.
+ *
+ * Environment: FHASHCTL_BUSY_TIMEOUT (seconds, default 300, 0: for ever) is how long a run through
+ * fhashd goes on sending calls that fhashd answers Busy (a per-user limit) before it fails with
+ * org.fhash.Hasher1.Error.Busy; DBUS_SYSTEM_BUS_ADDRESS and DBUS_SESSION_BUS_ADDRESS (or
+ * XDG_RUNTIME_DIR) say where the buses are, as for every D-Bus client.
  *
  * Room to grow: the structs a program fills in (options, inputs) end in reserved fields that must be
  * zero (zero-initialise them, as in the examples), and those the library fills in (results, progress,
@@ -66,7 +74,8 @@ typedef struct fhash_client_options {
         unsigned flags;       /**< FHASH_CLIENT_* */
         /** Called once per run when fhashd has answered Busy (a per-user limit) for over a second:
          * reason is its message, gives_up is 1 when the run will fail after FHASHCTL_BUSY_TIMEOUT
-         * seconds (default 60; 0: waits for ever). NULL: nothing is said. */
+         * seconds (the environment variable; default 300; 0: waits for ever). NULL: nothing is
+         * said. */
         void (*busy_notice)(const char *reason, int gives_up, void *userdata);
         void *notice_userdata;  /**< given to busy_notice */
         uint64_t reserved[8];   /**< must be zero (-EINVAL otherwise): for later options */
@@ -77,15 +86,20 @@ typedef struct fhash_client fhash_client;
 
 /** Connects (options NULL: the system bus, in-process where fhashd cannot be reached). Reaching
  * fhashd activates it where it is D-Bus activatable. 0, or -errno with error filled in: -ENOTCONN
- * with FHASH_CLIENT_NO_FALLBACK and no fhashd, -EINVAL for bad options (an address that is not a
- * D-Bus address among them), -ENOMEM. */
+ * with FHASH_CLIENT_NO_FALLBACK and no fhashd (the bus's error name when it answered, as
+ * org.freedesktop.DBus.Error.ServiceUnknown when nothing on it is or starts fhashd; else
+ * org.fhash.Hasher1.Error.NotReachable: no bus there, or one that refused the connection; the
+ * message names the bus and its address), -EINVAL for bad options (an address that is not a D-Bus
+ * address among them), -ENOMEM. */
 int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error);
 /** Closes the connection. NULL is allowed. Returns NULL. */
 fhash_client *fhash_client_free(fhash_client *c);
 /** 1 when the client hashes through fhashd, 0 when in this process. */
 int fhash_client_uses_daemon(const fhash_client *c);
 /** Why the client hashes in this process although it was not told to (FHASH_CLIENT_LOCAL): what
- * reaching fhashd said; NULL otherwise. Lasts as long as the client. */
+ * reaching fhashd said (the bus, its address, what was wrong), or why a run with FHASH_HASH_RESUME
+ * that lost fhashd went on in this process; NULL otherwise. Lasts as long as the client (a later
+ * fallback replaces it). */
 const char *fhash_client_get_fallback_reason(const fhash_client *c);
 
 /** What became of one file (fhash_result.status): the same through fhashd and in this process. */
@@ -138,6 +152,21 @@ enum {
         /** Results as files complete, not in the order given (index says which): a slow file does not
          * hold back the others' results. */
         FHASH_HASH_UNORDERED = 1u << 2,
+        /** Through fhashd: when fhashd goes away in the middle of the run (a crash, a restart, a
+         * package upgrade), connect again, which activates it again where it is D-Bus activatable, and
+         * send it exactly the inputs that have no result yet; where no fhashd answers any more, go on
+         * in this process unless the client has FHASH_CLIENT_NO_FALLBACK. No result is lost or given
+         * twice, and results keep their order. A stream (a pipe, a FIFO, a device, standard input
+         * that is not a file) fhashd had begun to read cannot be read again: its result is an
+         * -EIO error. An fhashd that stops cleanly cancels its jobs first; the run tells that from a
+         * cancel by someone else (fhashctl cancel) by fhashd's State property. When fhashd keeps
+         * going away before it hashed anything (3 times in a row), or no fhashd answers and the
+         * client has FHASH_CLIENT_NO_FALLBACK, the run fails with -ENOTCONN and
+         * org.fhash.Hasher1.Error.Gone. Without this flag a run that loses fhashd fails with
+         * -ECONNRESET and org.fhash.Hasher1.Error.Gone (after a clean stop, which cancelled the
+         * job first, its files not hashed may instead end FHASH_CANCELLED). fhashctl sets it;
+         * libraries from before it ignore it. */
+        FHASH_HASH_RESUME = 1u << 3,
 };
 
 /** How a run's files compete with other work (fhash_hash_options.priority). A library from before
@@ -181,7 +210,8 @@ typedef struct fhash_hash_options {
 /** Hashes n files by path (relative paths from the current directory; "-" is standard input),
  * calling fn for each, in order, and returns once every file has its result: 0 (files that failed
  * have an error in their result, not here), or -errno with error filled in when the run itself
- * could not happen (-EINVAL: an unknown algorithm or bad options; fhashd gone in the middle). */
+ * could not happen (-EINVAL: an unknown algorithm or bad options; -ECONNRESET with
+ * org.fhash.Hasher1.Error.Gone: fhashd went away in the middle, see FHASH_HASH_RESUME). */
 int fhash_hash_paths(fhash_client *c, const char *const *paths, size_t n, const fhash_hash_options *options,
                      fhash_result_fn fn, void *userdata, fhash_error *error);
 
@@ -225,9 +255,14 @@ int fhash_hash_source(fhash_client *c, fhash_source_fn next, void *source_userda
  * fhash_run_get_events() (poll(2) flags) until fhash_run_get_timeout() (CLOCK_MONOTONIC, µs; at the
  * latest) and then calls fhash_run_process(), which does what is ready and calls fn for each result
  * that is in order. The fd may change while the run goes on (in-process, when the engine starts):
- * ask for it again after each fhash_run_process(). The arrays and strings given to the start
- * functions are copied or needed only during the call, but the client must outlive the run, and
- * one client runs one thing at a time.
+ * ask for it again after each fhash_run_process(). Nothing waits in the caller's thread: a FIFO
+ * without a writer, or a device that waits for a carrier, is opened without waiting and waits in the
+ * run (its fd among those the run's fd stands for); connecting to fhashd again (FHASH_HASH_RESUME)
+ * goes on call by call. The arrays and strings given to the start functions are copied or needed
+ * only during the call, but the client must outlive the run. A client may have several runs at once
+ * (each polled on its own fd, fhash_run_process() called for each): through fhashd they share the
+ * client's connection, and a run's fd becomes readable when another run's fhash_run_process()
+ * handled something for it.
  */
 typedef struct fhash_run fhash_run;
 
@@ -248,7 +283,9 @@ int fhash_run_source(fhash_client *c, fhash_source_fn next, void *source_userdat
 int fhash_run_get_fd(fhash_run *r);
 /** The poll(2) events to wait for on it. */
 int fhash_run_get_events(fhash_run *r);
-/** When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
+/** When to call fhash_run_process() at the latest, whatever the fd says (CLOCK_MONOTONIC, µs), or
+ * UINT64_MAX when only the fd says: an idle run (a pipe that has nothing yet) does not wake its loop.
+ * A run that is over, or has work to do at once, says now. */
 uint64_t fhash_run_get_timeout(fhash_run *r);
 /** Does what is ready without blocking: 1 while the run goes on, 0 once every file has its result,
  * or -errno with error filled in (the run is over then too). */
@@ -268,7 +305,9 @@ typedef struct fhash_progress {
 int fhash_run_get_progress(fhash_run *r, fhash_progress *ret);
 /** Stops the run: files being hashed end with -ECANCELED (fhashd's jobs are cancelled), and inputs not
  * handed over yet get -ECANCELED results too; fhash_run_process() goes on until every input has its
- * result (a file already hashed or nearly may still come back with its digest). 0, or -EINVAL. */
+ * result (a file already hashed or nearly may still come back with its digest). A run's source
+ * (fhash_run_source()) is not called again: the inputs it gave before get their results, and the
+ * run ends. 0, or -EINVAL. */
 int fhash_run_cancel(fhash_run *r);
 /** libsystemd's event loop (sd-event(3)), declared here so that this header needs no other. */
 typedef struct sd_event sd_event;

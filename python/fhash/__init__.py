@@ -36,13 +36,16 @@ from ._capi import lib as _lib
 
 __all__ = ["Client", "Run", "Result", "Input", "AsyncResults", "Error", "Busy", "AccessDenied", "InvalidArgs",
            "NotReachable", "Gone", "algorithms", "version", "OK", "MISMATCH", "CHANGED", "ERROR", "CANCELLED",
-           "SKIPPED", "PRIORITIES"]
+           "SKIPPED", "PRIORITIES", "NO_TIMEOUT"]
 
 # fhash_result.status, as Result.status names it.
 OK, MISMATCH, CHANGED, ERROR, CANCELLED, SKIPPED = "ok", "mismatch", "changed", "error", "cancelled", "skipped"
 _STATUS = {i: (_lib.fhash_status_to_string(i) or b"error").decode() for i in range(6)}
 _BUS = {"system": _capi.BUS_SYSTEM, "user": _capi.BUS_USER}
 PRIORITIES = _capi.PRIORITIES
+# Run.timeout when the run has nothing to do by a time (fhash_run_get_timeout()'s UINT64_MAX): only
+# its fd wakes it.
+NO_TIMEOUT = 2**64 - 1
 
 
 class Error(Exception):
@@ -56,7 +59,7 @@ class Error(Exception):
 
 class Busy(Error):
     """org.fhash.Hasher1.Error.Busy: a per-user limit of fhashd for longer than FHASHCTL_BUSY_TIMEOUT
-    seconds (default 60); try again later."""
+    seconds (default 300); try again later."""
 
 
 class AccessDenied(Error):
@@ -298,7 +301,8 @@ class _Run:
 
     @property
     def timeout(self) -> int:
-        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest."""
+        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest;
+        NO_TIMEOUT: none, only when the fd says."""
         return int(_lib.fhash_run_get_timeout(self.handle)) if self.handle else 0
 
     def stop(self) -> None:
@@ -372,7 +376,8 @@ class Run:
 
     @property
     def timeout(self) -> int:
-        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest."""
+        """CLOCK_MONOTONIC µs (time.monotonic() * 1e6) by which to call process() at the latest;
+        NO_TIMEOUT: none, only when the fd says."""
         return int(_lib.fhash_run_get_timeout(self._handle))
 
     def progress(self) -> Tuple[int, int, int, int]:
@@ -400,7 +405,8 @@ def _wait(run: Union[Run, _Run]) -> None:
     p = select.poll()
     if run.fd >= 0:
         p.register(run.fd, run.events)
-    p.poll(max(0, math.ceil((run.timeout / 1e6 - time.monotonic()) * 1000)))
+    t = run.timeout
+    p.poll(None if t == NO_TIMEOUT else max(0, math.ceil((t / 1e6 - time.monotonic()) * 1000)))
 
 
 # The readers and writers of each loop's fds, shared by the runs that wait on the same fd (the runs of
@@ -443,11 +449,13 @@ async def _ready(loop: asyncio.AbstractEventLoop, run: _Run) -> None:
     watched = [w for w, bit in ((False, select.POLLIN), (True, select.POLLOUT)) if fd >= 0 and events & bit]
     for w in watched:
         _watch(loop, fd, w, wake)
-    timer = loop.call_later(max(0.0, run.timeout / 1e6 - time.monotonic()), wake)
+    t = run.timeout
+    timer = None if t == NO_TIMEOUT else loop.call_later(max(0.0, t / 1e6 - time.monotonic()), wake)
     try:
         await fut
     finally:
-        timer.cancel()
+        if timer:
+            timer.cancel()
         for w in watched:
             _unwatch(loop, fd, w, wake)
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <systemd/sd-bus.h>
 
+#include "client/bus-connect.h"
 #include "client/feed.h"
 
 /*
@@ -18,6 +19,10 @@ typedef struct BackendArgs {
         const RunOptions *options;
         sd_bus *bus;           /* through fhashd: the connection (the client's; not taken) */
         sd_bus_error *error;   /* through fhashd: what fhashd said when a step fails */
+        /* Through fhashd, resuming (RunOptions.resume): where fhashd is found again, and the
+         * client's connection, which a run that connected again replaces with its own. */
+        const BusTarget *target;
+        sd_bus **client_bus;
 } BackendArgs;
 
 typedef struct BackendOps {
@@ -25,13 +30,16 @@ typedef struct BackendOps {
         /* Sets up (nothing is hashed yet); the args must outlive the backend. 0, or -errno. */
         int (*start)(const BackendArgs *args, void **ret);
         /* Does what is ready, waiting up to timeout_usec for it (0: not at all): 1 while the run goes
-         * on, 0 once every input was answered (and fhashd's calls answered), or -errno. */
+         * on, 0 once every input was answered (and fhashd's calls answered), or -errno: the bus's
+         * -ENOTCONN says that fhashd went and none can be reached again (run.c may go on
+         * in-process with the inputs not answered). */
         int (*step)(void *b, uint64_t timeout_usec);
         /* The fd to poll between steps, or -EAGAIN while there is none (then get_timeout is now). */
         int (*get_fd)(void *b);
         /* The poll(2) events to wait for on it. */
         int (*get_events)(void *b);
-        /* When to step at the latest, whatever the fd says (CLOCK_MONOTONIC, µs). */
+        /* When to step at the latest, whatever the fd says (CLOCK_MONOTONIC, µs; UINT64_MAX: only when
+         * the fd says). */
         uint64_t (*get_timeout)(void *b);
         /* The bytes of the files done, and of those known so far (done or being hashed). */
         void (*progress)(void *b, uint64_t *ret_bytes_done, uint64_t *ret_bytes_total);

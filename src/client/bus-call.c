@@ -327,6 +327,7 @@ static void call_unsend(BusCalls *cs, BusCall *call)
 static int on_reply_error(BusCalls *cs, BusCall *call, sd_bus_message *m, const sd_bus_error *e)
 {
         BusJob *j = call->job;
+        bool hold;
         int r;
 
         call_unsend(cs, call);
@@ -340,18 +341,36 @@ static int on_reply_error(BusCalls *cs, BusCall *call, sd_bus_message *m, const 
                 retry_later(cs, call);
                 return 0;
         }
+        /* Resuming, an AddFds to a job fhashd cancelled under us (while it stops, say): held with
+         * the job's other files until it is known why. */
+        hold = cs->jobs->resume && !cs->jobs->cancelling && sd_bus_error_has_name(e, FHASH_ERROR_JOB_CLOSED);
         for (size_t k = 0; k < call->n; k++)
-                bus_jobs_answer(cs->jobs, j, call->idx[k],
-                                &(Outcome){ .status = FHASH_ERROR, .error = -sd_bus_error_get_errno(e),
-                                            .message = e->message ?: e->name });
+                if (hold)
+                        bus_jobs_hold(cs->jobs, call->idx[k]);
+                else
+                        bus_jobs_answer(cs->jobs, j, call->idx[k],
+                                        &(Outcome){ .status = FHASH_ERROR, .error = -sd_bus_error_get_errno(e),
+                                                    .message = e->message ?: e->name });
         r = call_dropped(cs, j, call);
         bus_call_free(call);
         return r;
 }
 
+static int on_reply_handle(sd_bus_message *m, BusCall *call);
+
 static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
         BusCall *call = userdata;
+        BusJobs *js = call->calls->jobs;
+        int r;
+
+        r = on_reply_handle(m, call);
+        bus_wake(js->wake);
+        return r;
+}
+
+static int on_reply_handle(sd_bus_message *m, BusCall *call)
+{
         BusCalls *cs = call->calls;
         BusJob *j = call->job;
         const sd_bus_error *e = sd_bus_message_get_error(m);
@@ -363,6 +382,16 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         LIST_REMOVE_BY(out_next, out_prev, cs->out, call);
         cs->calls_out--;
         j->calls--;
+        /* An answer from the bus, sd-bus or another fhashd that says ours has gone: its files are
+         * not answered here (no file of it failed); they go again to the next fhashd
+         * (FHASH_HASH_RESUME), or the run fails with Gone. */
+        if (bus_peer_reply_says_gone(cs->jobs->peer, m)) {
+                cs->jobs->peer->gone = true;
+                for (size_t k = 0; k < call->n; k++)
+                        bus_jobs_lost(cs->jobs, call->idx[k]);
+                bus_call_free(call);
+                return 0;
+        }
         if (call->kind == CALL_CLOSE) {
                 /* Closed, or already gone (finished, cancelled): either way nothing is left to do. */
                 bus_call_free(call);
@@ -431,7 +460,11 @@ int bus_calls_resend(BusCalls *cs)
                 int fd = -EBADF;
 
                 r = feed_open(cs->jobs->feed, item, &fd, &size);
+                /* A FIFO went once already: its writer is there. */
+                if (r == FEED_OPEN_FIFO)
+                        r = feed_fd_blocking(fd);
                 if (r < 0) {
+                        safe_close(fd);
                         bus_jobs_answer(cs->jobs, j, item, &(Outcome){ .status = FHASH_ERROR, .error = r });
                         continue;
                 }

@@ -45,22 +45,54 @@ int bus_job_new(BusJobs *js, JobKind kind, BusJob **ret)
 
 void bus_jobs_sent(BusJobs *js, size_t item)
 {
-        bool *in_flight = feed_mark(js->feed, item);
+        uint8_t *fl = feed_flags(js->feed, item);
 
-        if (in_flight && !*in_flight) {
-                *in_flight = true;
+        if (fl && !(*fl & INPUT_IN_FLIGHT)) {
+                *fl |= INPUT_IN_FLIGHT | INPUT_SENT;
                 js->files_in_flight++;
         }
 }
 
 void bus_jobs_unsent(BusJobs *js, size_t item)
 {
-        bool *in_flight = feed_mark(js->feed, item);
+        uint8_t *fl = feed_flags(js->feed, item);
 
-        if (in_flight && *in_flight) {
-                *in_flight = false;
+        if (fl && (*fl & INPUT_IN_FLIGHT)) {
+                /* Refused with its call: fhashd never read it. */
+                *fl &= (uint8_t)~(INPUT_IN_FLIGHT | INPUT_SENT);
                 js->files_in_flight--;
         }
+}
+
+void bus_jobs_lost(BusJobs *js, size_t item)
+{
+        uint8_t *fl = feed_flags(js->feed, item);
+
+        /* INPUT_SENT stays: fhashd may have begun to read it. */
+        if (fl && (*fl & INPUT_IN_FLIGHT)) {
+                *fl &= (uint8_t)~INPUT_IN_FLIGHT;
+                js->files_in_flight--;
+        }
+}
+
+void bus_jobs_hold(BusJobs *js, size_t item)
+{
+        uint8_t *fl = feed_flags(js->feed, item);
+
+        if (!fl)
+                return;
+        if (*fl & INPUT_IN_FLIGHT) {
+                *fl &= (uint8_t)~INPUT_IN_FLIGHT;
+                js->files_in_flight--;
+        }
+        *fl |= INPUT_HELD;
+        js->suspect = true;
+}
+
+/* A cancel the run did not ask for, with FHASH_HASH_RESUME: held rather than answered. */
+static bool hold_cancel(const BusJobs *js, const Outcome *o)
+{
+        return o->status == FHASH_CANCELLED && js->resume && !js->cancelling;
 }
 
 void bus_jobs_answer(BusJobs *js, BusJob *j, size_t item, const Outcome *o)
@@ -124,9 +156,12 @@ static void replay_orphans(BusJobs *js, BusJob *j)
         for (size_t i = 0; i < js->n_orphans; i++) {
                 Orphan *o = &js->orphans[i];
 
-                if (o->job == j && o->index < j->n_items && j->items[o->index] != SIZE_MAX)
-                        bus_jobs_answer(js, j, j->items[o->index], &o->outcome);
-                else if (o->job != j || !j->finished) {
+                if (o->job == j && o->index < j->n_items && j->items[o->index] != SIZE_MAX) {
+                        if (hold_cancel(js, &o->outcome))
+                                bus_jobs_hold(js, j->items[o->index]);
+                        else
+                                bus_jobs_answer(js, j, j->items[o->index], &o->outcome);
+                } else if (o->job != j || !j->finished) {
                         js->orphans[k++] = *o;
                         continue;
                 }
@@ -153,9 +188,12 @@ static int handle_files_hashed(BusJobs *js, BusJob *j, sd_bus_message *m)
                         parse_file_error(e, &o);
                 if (index >= j->n_sent)
                         continue;  /* never sent: nobody's result (a daemon gone wrong) */
-                if (index < j->n_items && j->items[index] != SIZE_MAX)
-                        bus_jobs_answer(js, j, j->items[index], &o);
-                else {
+                if (index < j->n_items && j->items[index] != SIZE_MAX) {
+                        if (hold_cancel(js, &o))
+                                bus_jobs_hold(js, j->items[index]);
+                        else
+                                bus_jobs_answer(js, j, j->items[index], &o);
+                } else {
                         r = add_orphan(js, j, index, &o);
                         if (r < 0)
                                 return r;
@@ -168,18 +206,28 @@ static int handle_files_hashed(BusJobs *js, BusJob *j, sd_bus_message *m)
 
 static void job_finished(BusJobs *js, BusJob *j, const char *result)
 {
+        bool cancelled = streq(result, "cancelled");
+        Outcome o = { .status = FHASH_CANCELLED };
+
         if (j->finished)
                 return;
         j->finished = true;
         j->open = false;
         /* Inputs without a result (the job was cancelled under us, e.g. fhashd stopping). */
         for (size_t k = 0; k < j->n_items; k++)
-                if (j->items[k] != SIZE_MAX)
-                        bus_jobs_answer(js, j, j->items[k], &(Outcome){ .status = FHASH_CANCELLED });
+                if (j->items[k] != SIZE_MAX && !feed_answered(js->feed, j->items[k])) {
+                        if (hold_cancel(js, &o))
+                                bus_jobs_hold(js, j->items[k]);
+                        else
+                                bus_jobs_answer(js, j, j->items[k], &o);
+                }
         replay_orphans(js, j);
         /* Someone cancelled the job this run feeds (fhashctl cancel, fhashd stopping): the files
-         * not sent yet are cancelled with it rather than going to a new job. */
-        if (streq(result, "cancelled"))
+         * not sent yet are cancelled with it rather than going to a new job; or, resuming, not
+         * before fhashd's State has said it was not stopping. */
+        if (cancelled && js->resume && !js->cancelling)
+                js->suspect = true;
+        else if (cancelled)
                 js->stop = true;
 }
 
@@ -232,6 +280,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         r = handle_signal(js, m);
         if (r < 0 && js->error == 0)
                 js->error = r;
+        bus_wake(js->wake);
         return 0;
 }
 
@@ -320,16 +369,30 @@ uint64_t bus_jobs_bytes_done(const BusJobs *js)
         return done;
 }
 
+/* The bus refused a match: the run would wait for results that never come. */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        BusJobs *js = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        if (e && js->error == 0) {
+                js->error = -sd_bus_error_get_errno(e) ?: -EIO;
+                bus_wake(js->wake);
+        }
+        return 0;
+}
+
 int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress)
 {
         int r;
 
         *js = (BusJobs){ .feed = feed, .peer = peer };
-        r = sd_bus_match_signal(peer->bus, &js->s_sig, peer->daemon, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE,
-                                NULL, on_signal, js);
+        r = sd_bus_match_signal_async(peer->bus, &js->s_sig, peer->daemon, FHASH_MANAGER_PATH,
+                                      FHASH_MANAGER_INTERFACE, NULL, on_signal, on_match_installed, js);
         if (r >= 0 && watch_progress)
-                r = sd_bus_match_signal(peer->bus, &js->s_props, peer->daemon, NULL, "org.freedesktop.DBus.Properties",
-                                        "PropertiesChanged", on_properties, js);
+                r = sd_bus_match_signal_async(peer->bus, &js->s_props, peer->daemon, NULL,
+                                              "org.freedesktop.DBus.Properties", "PropertiesChanged", on_properties,
+                                              on_match_installed, js);
         return r < 0 ? r : 0;
 }
 

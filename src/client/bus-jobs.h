@@ -28,6 +28,16 @@ static inline bool kind_eq(JobKind a, JobKind b)
 
 typedef struct BusJobs BusJobs;
 
+/* bus-run.c's flags of an input (feed_flags()). */
+enum {
+        INPUT_IN_FLIGHT = 1u << 0,  /* in fhashd (or in a call to it), no result yet */
+        INPUT_PARKED = 1u << 1,     /* a FIFO waiting for its writer, a file for its lease */
+        INPUT_COUNTED = 1u << 2,    /* its size is in the run's bytes_total */
+        INPUT_SENT = 1u << 3,       /* fhashd took its fd: a stream it began to read cannot go again */
+        INPUT_STREAM = 1u << 4,     /* not a regular file: a pipe, a FIFO, a device */
+        INPUT_HELD = 1u << 5,       /* cancelled by fhashd, not by us: kept until it is known why */
+};
+
 typedef struct BusJob {
         BusJobs *jobs;
         struct BusJob *next;       /* BusJobs.list, newest first */
@@ -62,11 +72,19 @@ struct BusJobs {
         size_t results_seen;       /* results that came back, ever: a Busy retry waits for one */
         uint64_t bytes_finished;   /* sizes of the files hashed */
         bool stop;                 /* a job of ours was cancelled by someone else: so is the rest */
+        /* FHASH_HASH_RESUME: a cancel that is not ours may be fhashd stopping (a restart, an
+         * upgrade), whose files go to the next fhashd: such inputs are held (INPUT_HELD), not
+         * answered, until fhashd's State tells (bus-run.c). */
+        bool resume;
+        bool cancelling;           /* the run was cancelled: cancelled results are ours */
+        bool suspect;              /* something of ours was cancelled under us: is fhashd stopping? */
+        BusWake *wake;             /* the run's: woken by what another run's processing brought */
         int error;                 /* fatal for the run: stop and return it */
 };
 
 /* Subscribes to the jobs' signals (FilesHashed, JobFinished; PropertiesChanged for progress), from
- * fhashd only, synchronously: the bus has the matches before any call. 0, or -errno; the caller
+ * fhashd only. The AddMatch calls go first on the connection, and the bus handles a connection's
+ * messages in order: it has the matches before any call that makes a job. 0, or -errno; the caller
  * calls bus_jobs_done() either way. */
 int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress);
 void bus_jobs_done(BusJobs *js);
@@ -81,5 +99,11 @@ void bus_jobs_answer(BusJobs *js, BusJob *j, size_t item, const Outcome *o);
 void bus_jobs_sent(BusJobs *js, size_t item);
 /* Counts item out of the window without an answer: fhashd did not take it. */
 void bus_jobs_unsent(BusJobs *js, size_t item);
+/* Counts item out of the window without an answer: its call was lost with fhashd, which may have
+ * read it (a stream is not sent again). */
+void bus_jobs_lost(BusJobs *js, size_t item);
+/* Counts item out of the window, held (INPUT_HELD) rather than answered: fhashd cancelled it and the
+ * run did not ask for that. */
+void bus_jobs_hold(BusJobs *js, size_t item);
 /* The bytes of the files done and, from the jobs' BytesDone, of those being hashed. */
 uint64_t bus_jobs_bytes_done(const BusJobs *js);

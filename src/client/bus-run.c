@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* bus-run.c: the backend that hashes through fhashd: the run's window of files in flight */
+/* bus-run.c: the backend that hashes through fhashd: the run's window of files in flight, FIFOs
+ * waiting for their writers, and (FHASH_HASH_RESUME) the run going on with the next fhashd when one
+ * goes away */
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/time-util.h"
@@ -20,6 +27,20 @@
  * as (job, index): each reply says where its call's files start (bus-call.c), and the signals bring
  * the results (bus-jobs.c). The feed is pulled only while the window has room, so a directory walk
  * goes on while fhashd hashes what it found first, and stops while fhashd has enough to do.
+ *
+ * Nothing here waits in the caller's thread but for the run's fd: a FIFO opened by path waits for its
+ * writer "parked" (its fd in the run's epoll set beside the connection's), a file under a lease is
+ * opened again a little later, and connecting again after fhashd went is a chain of calls
+ * (bus-connect.h's BusDial).
+ *
+ * FHASH_HASH_RESUME: the feed keeps every input until its result is delivered, so when fhashd goes
+ * (a crash, a restart, an upgrade) the inputs without a result are exactly those to send again: the
+ * jobs and calls of the old fhashd are dropped with its connection, a new connection (which
+ * activates fhashd again) takes them from the first input not answered. A stream fhashd had begun
+ * to read cannot be read again: it alone gets an error. An fhashd that stops cleanly cancels its jobs
+ * first: a cancel the run did not ask for is held (bus-jobs.h) and fhashd's State asked; "stopping"
+ * means the files go to the next fhashd, anything else that someone cancelled them (as without
+ * resume).
  */
 
 /* Files sent whose result has not come back: each is an fd fhashd holds open (against its
@@ -29,24 +50,105 @@
 /* Files per open job (fhashd allows 2^20): what one job keeps in fhashd's memory, a result per file
  * until the job expires, stays moderate. */
 #define FILES_PER_JOB 65536
+/* FIFOs waiting for their writers (and files for their leases) at once: each holds an fd of ours. */
+#define PARKED_MAX 64
+/* A file under a lease: opened again this often while its holder gives it up (lease-break-time). */
+#define LEASE_RETRY_USEC (50 * USEC_PER_MSEC)
+/* Resuming: connections in a row that fhashd left before a single result came back before the run
+ * gives up (a file that makes fhashd crash every time must not loop for ever), and the pause before
+ * connecting again after such a one. */
+#define RESUME_FRUITLESS_MAX 3
+#define RESUME_PAUSE_USEC (250 * USEC_PER_MSEC)
+
+typedef struct Parked {
+        size_t item;
+        int fd;             /* a FIFO (O_NONBLOCK) until it is readable; -EBADF: a file under a lease */
+        uint64_t retry_at;  /* a lease: open it again then */
+} Parked;
 
 typedef struct Bus {
         Feed *feed;
         const RunOptions *options;
         sd_bus_error *ret_error;
-        BusPeer peer;
+        const BusTarget *target;   /* FHASH_HASH_RESUME: where fhashd is found again; NULL: not */
+        sd_bus **client_bus;       /* the client's connection: a resumed run leaves its own there */
+        BusPeer peer;              /* peer.bus NULL while connecting again */
         BusJobs jobs;
         BusCalls calls;
-        size_t next;           /* where the next input to send is looked for in the feed */
-        size_t window;         /* files in flight at most */
-        BusJob *cur;           /* the open job the next files go to */
-        uint64_t bytes_total;  /* sizes of the files sent */
-        bool stop;             /* cancelled: nothing more is sent */
+        BusDial *dial;             /* connecting again */
+        uint64_t dial_at;          /* connect again then (0: no need) */
+        bool replace_client_bus;   /* the connection lost was the client's */
+        unsigned fruitless;        /* connections in a row that fhashd left without a result */
+        size_t done_at_connect;    /* feed_done() when the connection was made */
+        sd_bus_slot *probe;        /* fhashd's State, asked after a cancel not ours */
+        bool stopping;             /* ... and it said "stopping": its going is waited for */
+        Parked parked[PARKED_MAX];
+        size_t n_parked;
+        int epfd;                  /* the run's fd: the connection's, the wake's and the parked FIFOs' */
+        BusWake wake;
+        int ep_fd;                 /* the connection's fd in it (-EBADF: none), with ep_events */
+        uint32_t ep_events;
+        size_t next;               /* where the next input to send is looked for in the feed */
+        size_t window;             /* files in flight at most */
+        BusJob *cur;               /* the open job the next files go to */
+        uint64_t bytes_total;      /* sizes of the files sent */
+        uint64_t bytes_before;     /* bytes of the results of connections before this one */
+        bool stop;                 /* cancelled: nothing more is sent */
         bool done;
 } Bus;
 
-/* A pipe or a device: a job of its own, the only kind that gets "max-size". */
-static int send_stream(Bus *c, size_t item, int fd)
+/* The connection's fd in the epoll set, with the events sd-bus (or the dial) waits for now. */
+static void epoll_update(Bus *c)
+{
+        int fd = -EBADF;
+        uint32_t ev = 0;
+
+        if (c->dial) {
+                fd = bus_dial_get_fd(c->dial);
+                ev = (uint32_t)bus_dial_get_events(c->dial);
+        } else if (c->peer.bus) {
+                fd = sd_bus_get_fd(c->peer.bus);
+                ev = (uint32_t)sd_bus_get_events(c->peer.bus);
+        }
+        if (fd < 0 || (int)ev < 0) {
+                fd = -EBADF;
+                ev = 0;
+        }
+        if (fd != c->ep_fd && c->ep_fd >= 0)
+                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->ep_fd, NULL);
+        else if (fd == c->ep_fd && ev == c->ep_events)
+                return;
+        if (fd < 0) {
+                c->ep_fd = -EBADF;
+                return;
+        }
+        struct epoll_event e = { .events = ev, .data.fd = fd };
+
+        /* POLLIN and POLLOUT are EPOLLIN and EPOLLOUT. A closed fd leaves the set by itself, and a
+         * new one may come with its number: MOD then finds nothing and it is added. */
+        if (fd == c->ep_fd && epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &e) >= 0) {
+                c->ep_events = ev;
+                return;
+        }
+        if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &e) >= 0 ||
+            (errno == EEXIST && epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &e) >= 0)) {
+                c->ep_fd = fd;
+                c->ep_events = ev;
+        } else
+                c->ep_fd = -EBADF;
+}
+
+/* Before the connection's fd is closed: out of the set while its number is still its own. */
+static void epoll_forget(Bus *c)
+{
+        if (c->ep_fd >= 0)
+                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->ep_fd, NULL);
+        c->ep_fd = -EBADF;
+}
+
+/* An fd of its own in a job of its own (a pipe or a device: the only kind that gets "max-size"; a
+ * file that was under a lease goes this way too). Takes fd. */
+static int send_alone(Bus *c, size_t item, int fd, uint64_t size)
 {
         BusCall *call;
         BusJob *j;
@@ -58,12 +160,139 @@ static int send_stream(Bus *c, size_t item, int fd)
                 safe_close(fd);
                 return r < 0 ? r : -ENOMEM;
         }
-        call->stream = true;
+        call->stream = size == UINT64_MAX;
         call->idx[call->n++] = item;
         r = bus_call_send(&c->calls, call, &fd);
         if (r < 0)
                 bus_call_free(call);
         return r;
+}
+
+/* What a backend remembers of an input it opened: a stream (not read twice), a size (counted once). */
+static void note_opened(Bus *c, size_t item, uint64_t size)
+{
+        uint8_t *fl = feed_flags(c->feed, item);
+
+        if (size == UINT64_MAX)
+                *fl |= INPUT_STREAM;
+        else if (!(*fl & INPUT_COUNTED)) {
+                *fl |= INPUT_COUNTED;
+                c->bytes_total += size;
+        }
+}
+
+/* Input item waits: a FIFO for its writer (fd, O_NONBLOCK, in the epoll set), or a file for its
+ * lease (fd -EBADF). Takes fd. */
+static int park(Bus *c, size_t item, int fd)
+{
+        Parked *p = &c->parked[c->n_parked];
+
+        *p = (Parked){ .item = item, .fd = fd, .retry_at = now_usec() + LEASE_RETRY_USEC };
+        if (fd >= 0 && epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){ .events = EPOLLIN, .data.fd = fd }) < 0) {
+                int r = -errno;
+
+                safe_close(fd);
+                return r;
+        }
+        *feed_flags(c->feed, item) |= INPUT_PARKED;
+        c->n_parked++;
+        return 0;
+}
+
+/* Opens input item and sends it alone, parks it, or answers it with the open's error. */
+static int open_alone(Bus *c, size_t item)
+{
+        uint64_t size = 0;
+        int fd = -EBADF, r;
+
+        r = feed_open(c->feed, item, &fd, &size);
+        if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK)
+                return park(c, item, fd);
+        if (r < 0) {
+                bus_jobs_answer(&c->jobs, NULL, item, &(Outcome){ .status = FHASH_ERROR, .error = r });
+                return 0;
+        }
+        note_opened(c, item, size);
+        return send_alone(c, item, fd, size);
+}
+
+/* The parked inputs that can go now: FIFOs that poll(2) says are readable (or whose writer came and
+ * went), files whose lease retry is due. */
+static int unpark(Bus *c)
+{
+        Parked was[PARKED_MAX];
+        struct pollfd pfd[PARKED_MAX];
+        uint64_t now = now_usec();
+        size_t n = c->n_parked;
+        int r = 0;
+
+        if (n == 0)
+                return 0;
+        memcpy(was, c->parked, n * sizeof(Parked));
+        for (size_t i = 0; i < n; i++)
+                pfd[i] = (struct pollfd){ .fd = was[i].fd, .events = POLLIN };
+        if (poll(pfd, n, 0) < 0 && errno != EINTR)
+                return -errno;
+        /* The list is made anew: those still waiting, and those park() puts back. */
+        c->n_parked = 0;
+        for (size_t i = 0; i < n; i++) {
+                Parked p = was[i];
+                bool ready = p.fd >= 0 ? (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 : now >= p.retry_at;
+
+                if (!ready || r < 0) {
+                        c->parked[c->n_parked++] = p;
+                        continue;
+                }
+                *feed_flags(c->feed, p.item) &= (uint8_t)~INPUT_PARKED;
+                if (p.fd < 0) {
+                        r = open_alone(c, p.item);
+                        continue;
+                }
+                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, p.fd, NULL);
+                r = feed_fd_blocking(p.fd);
+                if (r < 0) {
+                        safe_close(p.fd);
+                        bus_jobs_answer(&c->jobs, NULL, p.item, &(Outcome){ .status = FHASH_ERROR, .error = r });
+                        r = 0;
+                        continue;
+                }
+                note_opened(c, p.item, UINT64_MAX);
+                r = send_alone(c, p.item, p.fd, UINT64_MAX);
+        }
+        return r;
+}
+
+/* Every parked input answered with o, its fd closed. */
+static void parked_answer(Bus *c, const Outcome *o)
+{
+        for (size_t i = 0; i < c->n_parked; i++) {
+                if (c->parked[i].fd >= 0) {
+                        (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->parked[i].fd, NULL);
+                        safe_close(c->parked[i].fd);
+                }
+                if (feed_flags(c->feed, c->parked[i].item))
+                        *feed_flags(c->feed, c->parked[i].item) &= (uint8_t)~INPUT_PARKED;
+                feed_answer(c->feed, c->parked[i].item, o);
+        }
+        c->n_parked = 0;
+}
+
+/* Cancelled with nothing in an fhashd (it went, or the run was connecting to the next): every input
+ * not answered yet (held, parked, not sent) is answered cancelled here, and so is the rest of an
+ * array of inputs (feed_cancel()). */
+static void cancel_all(Bus *c)
+{
+        const Outcome o = { .status = FHASH_CANCELLED };
+        size_t i;
+
+        feed_cancel(c->feed);
+        parked_answer(c, &o);
+        for (i = feed_head(c->feed); i < feed_pulled(c->feed); i++)
+                if (feed_flags(c->feed, i))
+                        feed_answer(c->feed, i, &o);
+        /* Each pulled now is answered as it is pulled: nothing waits before it. */
+        (void)feed_next(c->feed, feed_pulled(c->feed), &i);
+        c->next = feed_pulled(c->feed);
 }
 
 /* Whether the next input to send could go to a job of kind that has had n_sent files (pulling it if
@@ -90,34 +319,45 @@ static size_t count_ahead(Bus *c, JobKind kind, size_t max)
         return n;
 }
 
-/* Opens up to room inputs of kind from c->next into call (a pipe or device goes alone, at once). */
+/* Opens up to room inputs of kind from c->next into call (a pipe or device goes alone, at once; a
+ * FIFO without its writer and a file under a lease are parked). */
 static int fill_call(Bus *c, BusCall *call, JobKind kind, size_t room, int fds[])
 {
         size_t i;
         int r;
 
-        while (call->n < room) {
+        while (call->n < room && c->n_parked < PARKED_MAX) {
                 uint64_t size = 0;
                 int fd = -EBADF;
 
                 r = feed_next(c->feed, c->next, &i);
                 if (r <= 0)
                         return r;
+                if (*feed_flags(c->feed, i) & INPUT_PARKED) {
+                        c->next = i + 1;
+                        continue;
+                }
                 if (!kind_eq(input_kind(feed_input(c->feed, i)), kind))
                         return 0;
                 c->next = i + 1;
                 r = feed_open(c->feed, i, &fd, &size);
-                if (r < 0) {
-                        bus_jobs_answer(&c->jobs, NULL, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
-                        continue;
-                }
-                if (size == UINT64_MAX) {
-                        r = send_stream(c, i, fd);
+                if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK) {
+                        r = park(c, i, fd);
                         if (r < 0)
                                 return r;
                         continue;
                 }
-                c->bytes_total += size;
+                if (r < 0) {
+                        bus_jobs_answer(&c->jobs, NULL, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
+                        continue;
+                }
+                note_opened(c, i, size);
+                if (size == UINT64_MAX) {
+                        r = send_alone(c, i, fd, size);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 fds[call->n] = fd;
                 call->idx[call->n++] = i;
         }
@@ -201,17 +441,58 @@ fail:
 
 /* Cancelled (by us, or our job by someone else): everything not sent yet is cancelled too, each
  * answered as if it had been sent, so the output is the same as when the whole list was known before
- * the first call. */
+ * the first call; the source is not called again. */
 static void cancel_rest(Bus *c)
 {
         size_t i;
 
         bus_calls_cancel_retries(&c->calls);
         feed_cancel(c->feed);
-        while (feed_next(c->feed, c->next, &i) > 0) {
-                bus_jobs_answer(&c->jobs, NULL, i, &(Outcome){ .status = FHASH_CANCELLED });
-                c->next = i + 1;
+        parked_answer(c, &(Outcome){ .status = FHASH_CANCELLED });
+        /* Held inputs are not in fhashd any more: nothing else will answer them. */
+        for (i = feed_head(c->feed); i < c->next && i < feed_pulled(c->feed); i++) {
+                uint8_t *fl = feed_flags(c->feed, i);
+
+                if (fl && (*fl & INPUT_HELD))
+                        feed_answer(c->feed, i, &(Outcome){ .status = FHASH_CANCELLED });
         }
+        /* A cancelled feed answers what it holds from c->next on, and gives nothing more. */
+        (void)feed_next(c->feed, c->next, &i);
+        c->next = MAX(c->next, feed_pulled(c->feed));
+}
+
+static int on_probe(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+        Bus *c = userdata;
+        const char *state = NULL;
+
+        c->probe = sd_bus_slot_unref(c->probe);
+        bus_wake(&c->wake);
+        if (bus_peer_reply_says_gone(&c->peer, m) || sd_bus_message_is_method_error(m, SD_BUS_ERROR_NO_REPLY)) {
+                c->peer.gone = true;
+                return 0;
+        }
+        if (!sd_bus_message_is_method_error(m, NULL) && sd_bus_message_read(m, "v", "s", &state) > 0 &&
+            streq(state, "stopping")) {
+                /* Its going (the connection's end, NameOwnerChanged) starts the resume. */
+                c->stopping = true;
+                return 0;
+        }
+        /* Running (or an fhashd that does not say): someone cancelled our job, as without resume. */
+        c->jobs.suspect = false;
+        c->jobs.stop = true;
+        return 0;
+}
+
+/* A cancel not ours: fhashd is asked whether it is stopping, nothing more is sent meanwhile. */
+static int probe(Bus *c)
+{
+        if (c->probe || c->stopping)
+                return 0;
+        /* To the fhashd we know (its unique name): the well-known one could activate another. */
+        return sd_bus_call_method_async(c->peer.bus, &c->probe, c->peer.daemon, FHASH_MANAGER_PATH,
+                                        "org.freedesktop.DBus.Properties", "Get", on_probe, c, "ss",
+                                        FHASH_MANAGER_INTERFACE, "State");
 }
 
 /* Sends what the window allows. */
@@ -219,6 +500,9 @@ static int pump(Bus *c)
 {
         int r;
 
+        r = unpark(c);
+        if (r < 0)
+                return r;
         for (;;) {
                 size_t i;
 
@@ -228,7 +512,9 @@ static int pump(Bus *c)
                         cancel_rest(c);
                         return 0;
                 }
-                if (c->jobs.files_in_flight + FHASH_MAX_FDS_PER_CALL > c->window)
+                if (c->jobs.suspect)
+                        return probe(c);
+                if (c->jobs.files_in_flight + FHASH_MAX_FDS_PER_CALL > c->window || c->n_parked == PARKED_MAX)
                         return 0;
                 if (bus_calls_retry_waiting(&c->calls)) {
                         if (!bus_calls_retry_due(&c->calls, now_usec()))
@@ -261,32 +547,198 @@ static int pump(Bus *c)
         }
 }
 
+/* Connected (again): the jobs' signals watched on the new connection, which the client keeps too
+ * when it lost the same one. */
+static int connected(Bus *c)
+{
+        int r;
+
+        r = bus_jobs_init(&c->jobs, c->feed, &c->peer, c->options->watch_progress);
+        c->jobs.resume = c->target != NULL;
+        c->jobs.cancelling = c->stop;
+        c->jobs.wake = c->peer.wake = &c->wake;
+        if (r < 0)
+                return r;
+        bus_calls_init(&c->calls, &c->jobs, c->options, c->ret_error);
+        if (c->replace_client_bus && c->client_bus) {
+                sd_bus_unref(*c->client_bus);
+                *c->client_bus = sd_bus_ref(c->peer.bus);
+        }
+        c->replace_client_bus = false;
+        c->stopping = false;
+        c->done_at_connect = feed_done(c->feed);
+        return 0;
+}
+
+/* No fhashd to go on with: the run fails with Gone (-ENOTCONN; run.c falls back in-process where the
+ * client allows it). FIFOs still waiting were never read: their fds go back to the feed, for the
+ * in-process run to read from where they are (nothing answers them when the run fails). */
+static int give_up(Bus *c, const char *why)
+{
+        for (size_t i = 0; i < c->n_parked; i++) {
+                Parked *p = &c->parked[i];
+
+                if (feed_flags(c->feed, p->item))
+                        *feed_flags(c->feed, p->item) &= (uint8_t)~INPUT_PARKED;
+                /* A file under a lease has no fd yet: opened again in-process. */
+                if (p->fd < 0)
+                        continue;
+                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+                feed_keep_fd(c->feed, p->item, p->fd);
+        }
+        c->n_parked = 0;
+        (void)sd_bus_error_setf(c->ret_error, FHASH_ERROR_GONE, "fhashd went away while hashing and cannot be reached again: %s",
+                                why ?: "no reason given");
+        c->jobs.error = -ENOTCONN;
+        return -ENOTCONN;
+}
+
+/* Connecting again, when its time has come: 1 while it goes on, 0 once connected, or -errno. */
+static int dial_step(Bus *c)
+{
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!c->dial) {
+                if (now_usec() < c->dial_at)
+                        return 1;
+                r = bus_dial_new(c->target, &c->dial);
+                if (r < 0)
+                        return r;
+        }
+        r = bus_dial_step(c->dial, &why);
+        if (r > 0)
+                return 1;
+        if (r < 0) {
+                epoll_forget(c);
+                c->dial = bus_dial_free(c->dial);
+                c->dial_at = 0;
+                return give_up(c, why);
+        }
+        bus_dial_take(c->dial, &c->peer);
+        c->dial = bus_dial_free(c->dial);
+        c->dial_at = 0;
+        return connected(c);
+}
+
+/* fhashd went away (FHASH_HASH_RESUME): what it had is dropped with its connection and its inputs
+ * are sent again to the next fhashd, but for streams it had begun to read. 1, or -errno when the run
+ * gives up. */
+static int resume(Bus *c)
+{
+        char why[128];
+
+        c->fruitless = feed_done(c->feed) == c->done_at_connect ? c->fruitless + 1 : 0;
+        c->bytes_before += c->jobs.bytes_finished;
+        c->replace_client_bus = c->client_bus && *c->client_bus == c->peer.bus;
+        c->probe = sd_bus_slot_unref(c->probe);
+        bus_calls_done(&c->calls);
+        bus_jobs_done(&c->jobs);
+        c->jobs = (BusJobs){};
+        epoll_forget(c);
+        /* Closed, not only dropped: whatever jobs another fhashd made for its calls go with it. */
+        sd_bus_close(c->peer.bus);
+        bus_peer_unwatch(&c->peer);
+        c->cur = NULL;
+        c->next = feed_head(c->feed);
+        for (size_t i = c->next, end = feed_pulled(c->feed); i < end; i++) {
+                uint8_t *fl = feed_flags(c->feed, i);
+
+                if (!fl)
+                        continue;
+                if ((*fl & INPUT_SENT) && (*fl & INPUT_STREAM))
+                        feed_answer(c->feed, i,
+                                    &(Outcome){ .status = FHASH_ERROR, .error = -EIO,
+                                                .message = "fhashd went away while it read this stream, which cannot be read again" });
+                else
+                        *fl &= (uint8_t)~(INPUT_IN_FLIGHT | INPUT_SENT | INPUT_HELD);
+        }
+        if (c->fruitless >= RESUME_FRUITLESS_MAX) {
+                (void)snprintf(why, sizeof(why), "it went away %u times in a row before it hashed a file", c->fruitless);
+                return give_up(c, why);
+        }
+        c->dial_at = now_usec() + (c->fruitless > 0 ? RESUME_PAUSE_USEC : 0);
+        return 1;
+}
+
+/* fhashd is not there any more: a resume, the end of a cancelled run, or the run's error. */
 static int gone(Bus *c)
 {
+        if (c->target && c->stop) {
+                /* Cancelled: what fhashd had ends cancelled, as it would have there. */
+                cancel_all(c);
+                return 0;
+        }
+        if (c->target)
+                return resume(c);
         if (c->jobs.error == 0)
                 c->jobs.error = -ECONNRESET;
         if (!sd_bus_error_is_set(c->ret_error))
-                sd_bus_error_set(c->ret_error, FHASH_ERROR_PREFIX "Gone", "fhashd went away while hashing");
+                sd_bus_error_set(c->ret_error, FHASH_ERROR_GONE, "fhashd went away while hashing");
         return c->jobs.error;
 }
 
-/* Until every input is answered and every call answered (a last Close() included). Waits up to
- * timeout_usec for the bus when there is nothing to do. */
-static int bus_step(void *p, uint64_t timeout_usec)
+static uint64_t bus_get_timeout(void *p);
+
+/* Waits up to timeout_usec (and no longer than the run's own timeout) for the run's fd: > 0 when it
+ * is readable, 0 at the timeout, or -errno. */
+static int wait_fd(Bus *c, uint64_t timeout_usec)
 {
-        Bus *c = p;
+        struct epoll_event ev[4];
+        uint64_t now = now_usec(), t = bus_get_timeout(c);
+        uint64_t deadline = timeout_usec > UINT64_MAX - now ? UINT64_MAX : now + timeout_usec;
+        int ms, r;
+
+        deadline = MIN(deadline, t);
+        ms = deadline <= now ? 0 : deadline == UINT64_MAX ? -1 : (int)MIN((deadline - now + 999) / 1000, (uint64_t)INT_MAX);
+        epoll_update(c);
+        r = epoll_wait(c->epfd, ev, (int)ELEMENTSOF(ev), ms);
+        return r < 0 ? -errno : r;
+}
+
+/* Until every input is answered and every call answered (a last Close() included). Waits up to
+ * timeout_usec for the run's fd when there is nothing to do. */
+static int step(Bus *c, uint64_t timeout_usec)
+{
         int r;
 
         if (c->done)
                 return 0;
-        while (!feed_finished(c->feed) || c->calls.calls_out > 0) {
+        for (;;) {
+                if (c->stop && (c->dial || c->dial_at)) {
+                        /* Cancelled while connecting again: nothing is in an fhashd. */
+                        epoll_forget(c);
+                        c->dial = bus_dial_free(c->dial);
+                        c->dial_at = 0;
+                        cancel_all(c);
+                }
+                if (c->dial || c->dial_at) {
+                        r = dial_step(c);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
+                                goto wait;
+                }
+                if (!c->peer.bus) {
+                        /* Cancelled while connecting: answered above. */
+                        r = 0;
+                        if (feed_finished(c->feed))
+                                break;
+                        goto wait;
+                }
                 r = pump(c);
                 if (r >= 0)
                         r = sd_bus_process(c->peer.bus, NULL);
                 /* A direct connection has no NameOwnerChanged to tell that fhashd exited: only the
                  * socket does. */
-                if (c->peer.gone || r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE)
-                        return gone(c);
+                if (c->peer.gone || r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE) {
+                        r = gone(c);
+                        if (r < 0)
+                                return r;
+                        if (r == 0)
+                                break;
+                        continue;
+                }
                 if (r < 0)
                         return r;
                 if (c->jobs.error < 0)
@@ -295,9 +747,10 @@ static int bus_step(void *p, uint64_t timeout_usec)
                         continue;
                 if (feed_finished(c->feed) && c->calls.calls_out == 0)
                         break;
+        wait:
                 if (timeout_usec == 0)
                         return 1;
-                r = sd_bus_wait(c->peer.bus, timeout_usec);
+                r = wait_fd(c, timeout_usec);
                 if (r < 0 && r != -EINTR)
                         return r;
                 if (r == 0)
@@ -305,6 +758,23 @@ static int bus_step(void *p, uint64_t timeout_usec)
         }
         c->done = true;
         return 0;
+}
+
+static int bus_step(void *p, uint64_t timeout_usec)
+{
+        Bus *c = p;
+        uint64_t n;
+        int r;
+
+        /* Whatever woke it is seen now. */
+        if (c->wake.woken) {
+                (void)read(c->wake.fd, &n, sizeof(n));
+                c->wake.woken = false;
+        }
+        c->wake.stepping = true;
+        r = step(c, timeout_usec);
+        c->wake.stepping = false;
+        return r;
 }
 
 /* How many files may be in flight: FILES_IN_FLIGHT, unless our own fd limit is lower. Until
@@ -333,9 +803,15 @@ static void bus_free(void *p)
 
         if (!c)
                 return;
+        c->probe = sd_bus_slot_unref(c->probe);
         bus_calls_done(&c->calls);
         bus_jobs_done(&c->jobs);
+        c->dial = bus_dial_free(c->dial);
+        for (size_t i = 0; i < c->n_parked; i++)
+                safe_close(c->parked[i].fd);
         bus_peer_unwatch(&c->peer);
+        safe_close(c->wake.fd);
+        safe_close(c->epfd);
         free(c);
 }
 
@@ -347,12 +823,32 @@ static int bus_start(const BackendArgs *args, void **ret)
         if (!c)
                 return -ENOMEM;
         *c = (Bus){ .feed = args->feed, .options = args->options, .ret_error = args->error,
-                    .window = files_window() };
+                    .target = args->options->resume ? args->target : NULL, .client_bus = args->client_bus,
+                    .window = files_window(), .epfd = -EBADF, .ep_fd = -EBADF, .wake.fd = -EBADF };
+        c->epfd = epoll_create1(EPOLL_CLOEXEC);
+        c->wake.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->epfd < 0 || c->wake.fd < 0 ||
+            epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wake.fd, &(struct epoll_event){ .events = EPOLLIN, .data.fd = c->wake.fd }) < 0) {
+                r = -errno;
+                safe_close(c->wake.fd);
+                safe_close(c->epfd);
+                free(c);
+                return r;
+        }
         bus_calls_init(&c->calls, &c->jobs, args->options, args->error);
-        /* The watch and the matches first (synchronously acknowledged by the bus), calls after. */
+        /* The watch and the matches first, calls after. */
         r = bus_peer_watch(&c->peer, args->bus);
-        if (r >= 0)
+        if (r < 0 && c->target) {
+                /* The client's fhashd went between runs (a restart): this run finds the next one. */
+                bus_peer_unwatch(&c->peer);
+                c->replace_client_bus = true;
+                c->dial_at = now_usec();
+                r = 0;
+        } else if (r >= 0) {
                 r = bus_jobs_init(&c->jobs, args->feed, &c->peer, args->options->watch_progress);
+                c->jobs.resume = c->target != NULL;
+                c->jobs.wake = c->peer.wake = &c->wake;
+        }
         if (r < 0) {
                 bus_free(c);
                 return r;
@@ -361,36 +857,50 @@ static int bus_start(const BackendArgs *args, void **ret)
         return 0;
 }
 
+/* One fd whatever the run waits for: an epoll set of the connection's fd (or that of the connection
+ * being made) and the FIFOs waiting for their writers. */
 static int bus_get_fd(void *p)
 {
         Bus *c = p;
 
-        return sd_bus_get_fd(c->peer.bus);
+        epoll_update(c);
+        return c->epfd;
 }
 
 static int bus_get_events(void *p)
 {
         Bus *c = p;
 
-        return sd_bus_get_events(c->peer.bus);
+        epoll_update(c);
+        return POLLIN;
 }
 
+/* Only what the run itself must do by a time: a call's timeout (sd-bus's), a Busy retry, connecting
+ * again, a lease retry. Results, replies and FIFOs wake the fd. */
 static uint64_t bus_get_timeout(void *p)
 {
         Bus *c = p;
-        uint64_t t = UINT64_MAX, now = now_usec();
+        uint64_t t = UINT64_MAX;
 
-        /* Busy retries are the library's own clock: look in again within 100 ms whatever the fd
-         * says. */
-        (void)sd_bus_get_timeout(c->peer.bus, &t);
-        return MIN(t, now + 100000);
+        if (c->dial)
+                t = bus_dial_get_timeout(c->dial);
+        else if (c->dial_at)
+                t = c->dial_at;
+        else if (c->peer.bus)
+                (void)sd_bus_get_timeout(c->peer.bus, &t);
+        if (bus_calls_retry_waiting(&c->calls))
+                t = MIN(t, c->calls.retry_at);
+        for (size_t i = 0; i < c->n_parked; i++)
+                if (c->parked[i].fd < 0)
+                        t = MIN(t, c->parked[i].retry_at);
+        return t;
 }
 
 static void bus_progress(void *p, uint64_t *ret_bytes_done, uint64_t *ret_bytes_total)
 {
         Bus *c = p;
 
-        *ret_bytes_done = bus_jobs_bytes_done(&c->jobs);
+        *ret_bytes_done = c->bytes_before + bus_jobs_bytes_done(&c->jobs);
         *ret_bytes_total = c->bytes_total;
 }
 
@@ -406,6 +916,7 @@ static void bus_cancel(void *p)
                         (void)sd_bus_call_method_async(c->peer.bus, NULL, c->peer.dest, j->path, FHASH_JOB_INTERFACE,
                                                        "Cancel", NULL, NULL, NULL);
         c->stop = true;
+        c->jobs.cancelling = true;
 }
 
 const BackendOps backend_bus = {

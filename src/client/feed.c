@@ -24,7 +24,8 @@ typedef struct Slot {
         bool has_path, has_expected;
         bool answered;                  /* its result is in: delivered, or waiting for its turn */
         bool delivered;                 /* unordered: handed over already */
-        bool mark;                      /* the backend's (feed_mark()) */
+        uint8_t flags;                  /* the backend's (feed_flags()) */
+        int kept_fd;                    /* feed_keep_fd()'s, until feed_open() hands it on */
         const char *skip;               /* a skip reason, interned in Feed.notes */
         /* A result that came before its turn, kept until then. */
         fhash_status status;
@@ -79,6 +80,7 @@ static Slot *slot_of(const Feed *f, size_t index)
 
 static void slot_clear(Slot *s)
 {
+        s->kept_fd = safe_close(s->kept_fd);
         free(s->heap);
         free(s->message);
         free(s->hex_long);
@@ -305,7 +307,8 @@ static void answer(Feed *f, size_t index, Slot *s, fhash_status st, int error, u
                 s->hex_long = strdup(hex);
 }
 
-/* Pulls one input from the source into the ring: 1, 0 at the end of the source, or -errno. */
+/* Pulls one input from the source into the ring: 1, 0 at the end of the source (or once cancelled),
+ * or -errno. */
 static int pull(Feed *f)
 {
         const RunOptions *o = f->options;
@@ -333,7 +336,7 @@ static int pull(Feed *f)
                 it.expected = NULL;
         index = f->n_items;
         s = &f->slots[index & (f->alloc - 1)];
-        *s = (Slot){ .in = it };
+        *s = (Slot){ .in = it, .kept_fd = -EBADF };
         if (in.skip) {
                 s->skip = intern_note(f, in.skip);
                 if (!s->skip)
@@ -350,8 +353,6 @@ static int pull(Feed *f)
                 answer(f, index, s, FHASH_SKIPPED, 0, 0, NULL, NULL);
         else if (error < 0)
                 answer(f, index, s, FHASH_ERROR, error, 0, NULL, NULL);
-        else if (f->cancelled)
-                answer(f, index, s, FHASH_CANCELLED, -ECANCELED, 0, NULL, NULL);
         return 1;
 }
 
@@ -365,7 +366,16 @@ int feed_next(Feed *f, size_t from, size_t *ret_index)
                 /* What was pulled may have been delivered at once (and the head moved past it). */
                 i = MAX(i, f->next);
                 if (i < f->n_items) {
-                        if (!slot_of(f, i)->answered) {
+                        Slot *s = slot_of(f, i);
+
+                        if (!s->answered && f->cancelled) {
+                                /* Pulled before the cancel, never handed to a backend: answered
+                                 * here, in its turn. */
+                                answer(f, i, s, FHASH_CANCELLED, -ECANCELED, 0, NULL, NULL);
+                                i++;
+                                continue;
+                        }
+                        if (!s->answered) {
                                 *ret_index = i;
                                 return 1;
                         }
@@ -387,18 +397,21 @@ const Input *feed_input(const Feed *f, size_t index)
         return s && !s->answered ? &s->in : NULL;
 }
 
-int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
+int feed_open(Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
 {
         const Input *in = feed_input(f, index);
+        Slot *s = slot_of(f, index);
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
         if (!in)
                 return -ESRCH;
-        if (!in->path || streq(in->path, "-"))
+        if (s->kept_fd >= 0)
+                fd = TAKE_FD(s->kept_fd);
+        else if (!in->path || streq(in->path, "-"))
                 fd = fcntl(in->path ? STDIN_FILENO : in->fd, F_DUPFD_CLOEXEC, 3);
         else
-                fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
@@ -406,8 +419,47 @@ int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size)
         /* As sha256sum: a directory fails here with "Is a directory", not in the engine or fhashd. */
         if (S_ISDIR(st.st_mode))
                 return -EISDIR;
+        /* The caller's fd and standard input share their flags with the caller: untouched. A FIFO we
+         * opened waits for its writer in the caller's loop, not here; anything else reads as
+         * opened without O_NONBLOCK (io_uring honours the flag: a device would say EAGAIN). */
+        if (in->path && !streq(in->path, "-") && !S_ISFIFO(st.st_mode)) {
+                int k = feed_fd_blocking(fd);
+
+                if (k < 0)
+                        return k;
+        }
         *ret_size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX;
         *ret_fd = TAKE_FD(fd);
+        return in->path && !streq(in->path, "-") && S_ISFIFO(st.st_mode) ? FEED_OPEN_FIFO : 0;
+}
+
+bool feed_has_kept_fd(const Feed *f, size_t index)
+{
+        const Slot *s = slot_of(f, index);
+
+        return s && s->kept_fd >= 0;
+}
+
+void feed_keep_fd(Feed *f, size_t index, int fd)
+{
+        Slot *s = slot_of(f, index);
+
+        if (!s || s->answered) {
+                safe_close(fd);
+                return;
+        }
+        safe_close(s->kept_fd);
+        s->kept_fd = fd;
+}
+
+int feed_fd_blocking(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl < 0)
+                return negative_errno();
+        if ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+                return negative_errno();
         return 0;
 }
 
@@ -442,16 +494,20 @@ bool feed_answered(const Feed *f, size_t index)
         return !s || s->answered;
 }
 
-bool *feed_mark(Feed *f, size_t index)
+uint8_t *feed_flags(Feed *f, size_t index)
 {
         Slot *s = slot_of(f, index);
 
-        return s && !s->answered ? &s->mark : NULL;
+        return s && !s->answered ? &s->flags : NULL;
 }
 
 void feed_cancel(Feed *f)
 {
         f->cancelled = true;
+        /* A caller's source may be a walk of millions of entries: it is not called again. The
+         * library's own array costs nothing to pull: each of its inputs gets its cancelled result. */
+        if (!f->options->inputs_given)
+                f->source_done = true;
 }
 
 bool feed_is_cancelled(const Feed *f)
@@ -462,6 +518,11 @@ bool feed_is_cancelled(const Feed *f)
 size_t feed_pulled(const Feed *f)
 {
         return f->n_items;
+}
+
+size_t feed_head(const Feed *f)
+{
+        return f->next;
 }
 
 size_t feed_pending(const Feed *f)

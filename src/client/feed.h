@@ -62,24 +62,43 @@ int feed_next(Feed *f, size_t from, size_t *ret_index);
 /* Input index, pulled and not answered yet; NULL otherwise. */
 const Input *feed_input(const Feed *f, size_t index);
 /* Input index opened as the backends need it, in this one place: the caller's fd or standard input
- * duplicated (O_CLOEXEC, never below 3), a path opened read-only; a directory fails with -EISDIR,
- * as sha256sum says. *ret_size: a regular file's size, UINT64_MAX for anything else (a pipe, a
- * device). 0, or -errno (the caller answers the input with it). */
-int feed_open(const Feed *f, size_t index, int *ret_fd, uint64_t *ret_size);
+ * duplicated (O_CLOEXEC, never below 3), a path opened read-only without waiting (O_NONBLOCK: a
+ * FIFO without a writer, a device that waits for a carrier, a file under a lease never hold the
+ * caller's thread); a directory fails with -EISDIR, as sha256sum says. *ret_size: a regular file's
+ * size, UINT64_MAX for anything else (a pipe, a device). 0: *ret_fd reads as a blocking fd would;
+ * FEED_OPEN_FIFO: a FIFO opened by path, still O_NONBLOCK: read it only once poll(2) says POLLIN or
+ * POLLHUP (before its writer came a read would say end of file), after feed_fd_blocking();
+ * -EWOULDBLOCK: a lease is being broken, try again in a while; or -errno (the caller answers the
+ * input with it). */
+#define FEED_OPEN_FIFO 1
+int feed_open(Feed *f, size_t index, int *ret_fd, uint64_t *ret_size);
+/* Takes fd, one feed_open() gave for input index and the backend did not use up: the next
+ * feed_open() of the input gives it instead of opening the input again (a FIFO parked in a run that
+ * lost fhashd goes on in-process: closed and opened again, a writer between the two would get EPIPE,
+ * and data in the pipe would be lost). Closed with the input. */
+void feed_keep_fd(Feed *f, size_t index, int fd);
+bool feed_has_kept_fd(const Feed *f, size_t index);
+/* Clears O_NONBLOCK on fd (one feed_open() gave with FEED_OPEN_FIFO): 0, or -errno. */
+int feed_fd_blocking(int fd);
 /* Answers input index (once: later answers, and indexes not pulled, are ignored) and delivers every
  * result that is in order now. FHASH_OK with an expected digest that differs becomes FHASH_MISMATCH;
  * an FHASH_ERROR's errno is classed as fhashd's error names class it, so both backends say the same. */
 void feed_answer(Feed *f, size_t index, const Outcome *o);
 /* Whether input index has its result (or is not pulled, or gone). */
 bool feed_answered(const Feed *f, size_t index);
-/* A backend's own flag for an input not answered yet (bus-run.c: sent, no result yet); else NULL. */
-bool *feed_mark(Feed *f, size_t index);
+/* A backend's own flags (bits of its own meaning) for an input not answered yet; else NULL. Zero
+ * when the input is pulled. */
+uint8_t *feed_flags(Feed *f, size_t index);
 
-/* From now on every input is answered cancelled as it is pulled. */
+/* Each input not hashed yet is answered cancelled as a backend finds it. A caller's source is not
+ * called again: the inputs pulled so far are the run's (a cancelled run hands out results for those,
+ * not for the rest of a walk of millions); inputs given as an array (RunOptions.inputs_given) are
+ * all answered. */
 void feed_cancel(Feed *f);
 bool feed_is_cancelled(const Feed *f);
 
 size_t feed_pulled(const Feed *f);      /* inputs pulled so far */
+size_t feed_head(const Feed *f);        /* the first input not delivered yet */
 size_t feed_pending(const Feed *f);     /* pulled and not delivered */
 size_t feed_done(const Feed *f);        /* with their result in (delivered, or waiting for its turn) */
 bool feed_source_done(const Feed *f);

@@ -14,6 +14,7 @@
 #include "client/client.h"
 #include "client/error.h"
 #include "client/run.h"
+#include "fhash/fhash-dbus.h"
 #include "hash/hash.h"
 #include "protocol/bus.h"
 
@@ -41,6 +42,14 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
         c->flags = o.flags;
         c->busy_notice = o.busy_notice;
         c->notice_userdata = o.notice_userdata;
+        c->target = (BusTarget){ .kind = kinds[o.bus], .direct = !(o.flags & FHASH_CLIENT_NO_DIRECT) };
+        if (o.address) {
+                c->target.address = strdup(o.address);
+                if (!c->target.address) {
+                        free(c);
+                        return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
+                }
+        }
         if (!(o.flags & FHASH_CLIENT_LOCAL)) {
                 r = bus_open_fhashd(kinds[o.bus], o.address, &c->bus, &be);
                 if (r < 0) {
@@ -49,12 +58,16 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
                         char *why = bus_explain_open_error(kinds[o.bus], o.address, r, &be);
 
                         if (!why) {
-                                free(c);
+                                fhash_client_free(c);
                                 return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
                         }
                         if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
-                                free(c);
-                                r = fhash_set_error(error, -ENOTCONN, be.name, "%s", why);
+                                fhash_client_free(c);
+                                /* The bus's own error name where it answered (ServiceUnknown: nothing
+                                 * there is fhashd), ours where there was no bus to ask. */
+                                r = fhash_set_error(error, -ENOTCONN,
+                                                    bus_error_has_name(&be) ? be.name : FHASH_ERROR_NOT_REACHABLE,
+                                                    "cannot reach fhashd: %s", why);
                                 free(why);
                                 return r;
                         }
@@ -72,6 +85,7 @@ _public_ fhash_client *fhash_client_free(fhash_client *c)
         if (c) {
                 sd_bus_flush_close_unref(c->bus);
                 free(c->fallback_reason);
+                free(c->target.address);
                 free(c);
         }
         return NULL;

@@ -238,8 +238,13 @@ static int local_quick(Local *l, size_t i)
             o->strategy != ENGINE_READ_AUTO || o->priority == JOB_PRIORITY_BACKGROUND ||
             (in->path && streq(in->path, "-")))
                 return 0;
-        /* O_NONBLOCK: a FIFO does not wait for a writer here, a file with a lease does not wait
-         * for it to be broken (both are the engine's, off this thread); reads ignore it. */
+        /* Not a FIFO, not opened: opening it here, even without waiting, would let a writer that
+         * waits for a reader go on, and closing it again would leave that writer with EPIPE before
+         * the engine's open came. What is not a regular file is the engine's. */
+        if (in->path && stat(in->path, &before) >= 0 && !S_ISREG(before.st_mode) && !S_ISDIR(before.st_mode))
+                return 0;
+        /* O_NONBLOCK: a file with a lease does not wait for it to be broken (that is the engine's,
+         * off this thread); reads ignore it. */
         if (in->path)
                 fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         else
@@ -349,14 +354,20 @@ static int local_add(Local *l, size_t i)
                 b->map = nm;
                 b->alloc = na;
         }
-        if (in->path && !streq(in->path, "-"))
+        if (in->path && !streq(in->path, "-") && !feed_has_kept_fd(l->feed, i))
                 k = engine_job_add_path(b->job, in->path);
         else {
-                /* The job closes what it is given: the feed's duplicate, not the caller's fd. */
+                /* The job closes what it is given: the feed's duplicate, not the caller's fd; or the
+                 * fd a run that lost fhashd kept (a FIFO it had open, read by the engine's thread). */
                 uint64_t size;
                 int fd = -EBADF;
 
                 r = feed_open(l->feed, i, &fd, &size);
+                if (r == FEED_OPEN_FIFO) {
+                        r = feed_fd_blocking(fd);
+                        if (r < 0)
+                                safe_close(fd);
+                }
                 if (r < 0) {
                         feed_answer(l->feed, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
                         return 0;
@@ -393,13 +404,20 @@ static bool wants_more(const Local *l)
         return !feed_source_done(l->feed) && l->queued < LOCAL_QUEUED_MAX && feed_pending(l->feed) < FEED_MAX_PENDING;
 }
 
+/* Inputs pulled before this backend started and not answered (a run with FHASH_HASH_RESUME that lost
+ * fhashd went on here: the source may be done already), or more from the source. */
+static bool has_more(const Local *l)
+{
+        return (l->from < feed_pulled(l->feed) && l->queued < LOCAL_QUEUED_MAX) || wants_more(l);
+}
+
 /* One step of the feed: up to l->step inputs, then every batch they filled starts. */
 static int fill(Local *l)
 {
         size_t pulled = 0;
         int r;
 
-        while (pulled < l->step && wants_more(l)) {
+        while (pulled < l->step && has_more(l)) {
                 size_t i;
 
                 r = feed_next(l->feed, l->from, &i);
@@ -488,13 +506,12 @@ static int local_get_events(void *p)
 static uint64_t local_get_timeout(void *p)
 {
         Local *l = p;
-        uint64_t now = now_usec();
 
-        /* More to give the engine, or none yet: no waiting. Else look in within 100 ms whatever the
-         * fd says. */
+        /* More to give the engine, or none yet: no waiting. Else only the engine's fd: it is readable
+         * whenever a result or a job's end waits (test-local-wake holds it to that). */
         if (!l->done && (!l->e || wants_more(l)))
-                return now;
-        return now + 100000;
+                return now_usec();
+        return UINT64_MAX;
 }
 
 static void local_progress(void *p, uint64_t *ret_bytes_done, uint64_t *ret_bytes_total)

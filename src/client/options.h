@@ -22,6 +22,10 @@ typedef struct RunOptions {
         uint64_t max_size;                    /* a file past this many bytes fails (-EFBIG); 0: no limit */
         bool unordered;                       /* results as they complete, not in input order */
         bool watch_progress;                  /* through fhashd: follow the jobs' BytesDone */
+        bool resume;                          /* through fhashd: go on with the next when it goes */
+        /* The inputs are an array the caller gave whole (fhash_run_paths(), _fds()): a cancelled run
+         * still answers every one, as the API says; a caller's source is not called again. */
+        bool inputs_given;
         /* Through fhashd: told once when fhashd has answered Busy for a second and more; NULL:
          * nothing is said. A library says nothing of its own. */
         void (*busy_notice)(const char *reason, int gives_up, void *userdata);

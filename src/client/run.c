@@ -13,6 +13,7 @@
 #include "client/client.h"
 #include "client/error.h"
 #include "client/run.h"
+#include "fhash/fhash-dbus.h"
 
 /* The inputs of fhash_run_paths() and fhash_run_fds(), copied: a source over them. */
 typedef struct Array {
@@ -31,6 +32,7 @@ struct fhash_run {
         const BackendOps *ops;   /* backend_bus through fhashd, backend_local in this process */
         void *backend;
         sd_bus_error bus_error;
+        uint64_t bytes_before;   /* bytes done by a backend before the one now (fhashd before in-process) */
         size_t n_given;          /* inputs given; SIZE_MAX for a source */
         bool done;
         sd_event_source *io_source, *time_source;  /* fhash_run_attach_event() */
@@ -155,6 +157,7 @@ static int run_new(fhash_client *c, const fhash_hash_options *o, fhash_run **ret
         r->options.dontcache = o->flags & FHASH_HASH_DONTCACHE;
         r->options.watch_progress = o->flags & FHASH_HASH_PROGRESS;
         r->options.unordered = o->flags & FHASH_HASH_UNORDERED;
+        r->options.resume = o->flags & FHASH_HASH_RESUME;
         r->options.max_size = o->max_size;
         r->options.priority = (JobPriority)o->priority;
         r->options.busy_notice = c->busy_notice;
@@ -178,7 +181,8 @@ static int run_begin(fhash_run *r, fhash_source_fn next, void *next_userdata, fh
         k = feed_new(next, next_userdata, &r->options, fn, userdata, &r->feed);
         if (k >= 0)
                 k = r->ops->start(&(BackendArgs){ .feed = r->feed, .options = &r->options, .bus = c->bus,
-                                                  .error = &r->bus_error },
+                                                  .error = &r->bus_error, .target = &c->target,
+                                                  .client_bus = &c->bus },
                                   &r->backend);
         if (k < 0) {
                 k = c->bus ? fhash_set_bus_error(error, k, &r->bus_error, "cannot start hashing through fhashd")
@@ -259,6 +263,7 @@ int run_start_arrays(fhash_client *c, const char *const *paths, const int *fds, 
         }
         a->n = n;
         r->n_given = n;
+        r->options.inputs_given = true;
         return run_begin(r, array_next, a, fn, userdata, ret, error);
 }
 
@@ -283,18 +288,59 @@ _public_ int fhash_run_source(fhash_client *c, fhash_source_fn next, void *sourc
         return run_begin(r, next, source_userdata, fn, userdata, ret, error);
 }
 
+/* Resuming, fhashd went and none could be reached again, and the client may hash in-process: the
+ * inputs without a result go on here (the feed has them all), and so do the client's later runs,
+ * with the reason fhash_client_get_fallback_reason() gives. 0, or -errno. */
+static int run_fall_back(fhash_run *r)
+{
+        fhash_client *c = r->client;
+        uint64_t done = 0, total = 0;
+        char *why;
+        int k;
+
+        why = strdup(r->bus_error.message ?: "fhashd went away while hashing");
+        if (!why)
+                return -ENOMEM;
+        r->ops->progress(r->backend, &done, &total);
+        r->bytes_before += done;
+        r->ops->free(r->backend);
+        r->backend = NULL;
+        sd_bus_error_free(&r->bus_error);
+        r->ops = &backend_local;
+        /* The connection is dead; a run of the client's that still uses it finds out for itself. */
+        c->bus = sd_bus_unref(c->bus);
+        free(c->fallback_reason);
+        c->fallback_reason = why;
+        k = r->ops->start(&(BackendArgs){ .feed = r->feed, .options = &r->options, .error = &r->bus_error },
+                          &r->backend);
+        if (k < 0)
+                r->backend = NULL;
+        return k;
+}
+
 int run_step(fhash_run *r, uint64_t timeout_usec, fhash_error *error)
 {
+        bool bus;
         int k;
 
         if (r->done)
                 return 0;
         k = r->ops->step(r->backend, timeout_usec);
+        if (k == -ENOTCONN && r->ops == &backend_bus && r->options.resume &&
+            !(r->client->flags & FHASH_CLIENT_NO_FALLBACK)) {
+                k = run_fall_back(r);
+                if (k >= 0)
+                        return 1;
+                r->done = true;
+                return fhash_set_error(error, k, FHASH_ERROR_GONE,
+                                       "fhashd went away while hashing, and hashing in-process failed: %s", strerror(-k));
+        }
+        bus = r->ops == &backend_bus;
         if (k <= 0)
                 r->done = true;
         if (k < 0)
-                return r->client->bus ? fhash_set_bus_error(error, k, &r->bus_error, "hashing through fhashd failed")
-                                      : fhash_set_error(error, k, NULL, "hashing in-process failed: %s", strerror(-k));
+                return bus ? fhash_set_bus_error(error, k, &r->bus_error, "hashing through fhashd failed")
+                           : fhash_set_error(error, k, NULL, "hashing in-process failed: %s", strerror(-k));
         return k;
 }
 
@@ -313,21 +359,21 @@ _public_ int fhash_run_fds(fhash_client *c, const int *fds, const char *const *n
 
 _public_ int fhash_run_get_fd(fhash_run *r)
 {
-        if (!r)
+        if (!r || !r->backend)
                 return -EINVAL;
         return r->ops->get_fd(r->backend);
 }
 
 _public_ int fhash_run_get_events(fhash_run *r)
 {
-        if (!r)
+        if (!r || !r->backend)
                 return -EINVAL;
         return r->ops->get_events(r->backend);
 }
 
 _public_ uint64_t fhash_run_get_timeout(fhash_run *r)
 {
-        if (!r || r->done)
+        if (!r || r->done || !r->backend)
                 return now_usec();
         return r->ops->get_timeout(r->backend);
 }
@@ -338,7 +384,10 @@ _public_ int fhash_run_get_progress(fhash_run *r, fhash_progress *ret)
 
         if (!r || !ret)
                 return -EINVAL;
-        r->ops->progress(r->backend, &done, &total);
+        if (r->backend)
+                r->ops->progress(r->backend, &done, &total);
+        done += r->bytes_before;
+        total += r->bytes_before;
         *ret = (fhash_progress){ .files_done = feed_done(r->feed), .complete = feed_source_done(r->feed),
                                  .files_total = r->n_given == SIZE_MAX ? feed_pulled(r->feed) : r->n_given,
                                  .bytes_done = done, .bytes_total = MAX(total, done) };
@@ -349,7 +398,8 @@ _public_ int fhash_run_cancel(fhash_run *r)
 {
         if (!r)
                 return -EINVAL;
-        r->ops->cancel(r->backend);
+        if (r->backend)
+                r->ops->cancel(r->backend);
         return 0;
 }
 
@@ -368,6 +418,7 @@ static int on_event_time(sd_event_source *s, uint64_t usec, void *userdata);
 static int event_rearm(fhash_run *r, int k)
 {
         sd_event *e = sd_event_source_get_event(r->time_source);
+        uint64_t t;
         int fd;
 
         if (k <= 0) {
@@ -388,7 +439,11 @@ static int event_rearm(fhash_run *r, int k)
                         r->io_fd = -1; /* the timer goes on alone */
         } else if (r->io_source)
                 (void)sd_event_source_set_io_events(r->io_source, (uint32_t)fhash_run_get_events(r));
-        (void)sd_event_source_set_time(r->time_source, fhash_run_get_timeout(r));
+        t = fhash_run_get_timeout(r);
+        /* UINT64_MAX: only the fd says when (an idle run); the timer sleeps. */
+        if (t == UINT64_MAX)
+                return sd_event_source_set_enabled(r->time_source, SD_EVENT_OFF);
+        (void)sd_event_source_set_time(r->time_source, t);
         return sd_event_source_set_enabled(r->time_source, SD_EVENT_ONESHOT);
 }
 

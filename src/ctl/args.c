@@ -45,7 +45,9 @@ static const char *const verb_help[][2] = {
           "Usage: fhashctl hash [OPTION]... [FILE|DIR]...\n"
           "Print a checksum line per FILE ('-' or none: standard input), in the order given,\n"
           "as sha256sum does. Hashes through fhashd unless --local; falls back to in-process\n"
-          "hashing (with one note on stderr) if fhashd cannot be reached, unless --daemon.\n\n"
+          "hashing (with one note on stderr) if fhashd cannot be reached, unless --daemon.\n"
+          "When fhashd goes away (a restart, a crash), the files without a result go to the\n"
+          "next one, or in-process unless --daemon; exit 3 if the run cannot go on.\n\n"
           "  -a, --algorithm=ALGO   digest algorithm (default sha256; see 'fhashctl algorithms');\n"
           "                         up to 4 as ALGO,ALGO: one read, a tagged line per algorithm\n"
           "  -r, --recursive        hash the regular files under each DIR, sorted, depth first\n"
@@ -104,7 +106,8 @@ static const char *const verb_help[][2] = {
           "'cd DIR && fhashctl hash -r .' writes them). Every file is ok, changed, missing, new,\n"
           "or moved (a new file whose digest a missing one had: 'NAME: moved from OLD'). Lines come\n"
           "in walk order as files are hashed, then new and moved files, then missing ones; a\n"
-          "summary goes to stderr. Exit status 0 when every file is ok, 1 otherwise.\n\n"
+          "summary goes to stderr. Exit status 0 when every file is ok, 1 otherwise, 3 when the\n"
+          "run stopped before every file had its result.\n\n"
           "  -a, --algorithm=ALGO   algorithm of untagged lines (else as check reads them)\n"
           "  -q, --quiet            do not print ok files\n"
           "      --status           print nothing; the exit status says it all\n"
@@ -157,7 +160,10 @@ static void help_main(FILE *f)
                    "                         sha256sum, sha384sum, sha512sum, b2sum, cksum, sum, b3sum,\n"
                    "                         xxhsum, xxh32sum, xxh64sum, xxh128sum, xxh3sum (as links of\n"
                    "                         those names in " FHASH_TOOLSDIR " do)\n\n"
-                   "Exit status: 0 success, 1 a file failed or did not match, 2 usage error.\n");
+                   "Exit status: 0 success, 1 a file failed or did not match, 2 usage error,\n"
+                   "3 hash, check or audit stopped before every file had its result (fhashd went\n"
+                   "away and none could be reached with --daemon, or it stayed busy past\n"
+                   "FHASHCTL_BUSY_TIMEOUT): what was printed is a part.\n");
 }
 
 static void help_verb(const char *verb)

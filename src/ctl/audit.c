@@ -460,8 +460,12 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
         au.walk = w;
 
         r = o->run(audit_next, &au, audit_result, &au, o->run_ctx);
-        if (r < 0)
+        if (r < 0) {
+                /* Stopped part-way (AuditOptions.run): nothing is judged on half a tree. */
+                if (r == -ECONNABORTED)
+                        ret = CTL_EXIT_ABORTED;
                 goto finish;
+        }
         r = audit_finish(&au);
         if (r < 0) {
                 warn("Out of memory.");

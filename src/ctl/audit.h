@@ -8,7 +8,7 @@
 #include "hash/algo.h"
 
 /* Hashes a source's inputs (in-process or through fhashd, as the command line says), fn getting each
- * result; returns 0 or -errno after saying why. */
+ * result; returns 0 or -errno after saying why: -ECONNABORTED when the run stopped part-way. */
 typedef int (*AuditRunFn)(fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata,
                           void *ctx);
 
@@ -36,6 +36,7 @@ typedef struct AuditOptions {
  * (baseline.h) also has the attributes it recorded compared: a file whose attributes differ is
  * "changed" too, with what changed. With update, a missing or empty manifest is made (the first run
  * of a scheduled audit): no lines, a summary. Returns the exit code: 0 when every file is ok (or the
- * baseline was made), 1 when anything is not (or could not be read), 2 for usage errors.
+ * baseline was made), 1 when anything is not (or could not be read), 2 for usage errors, 3 when
+ * the run stopped part-way.
  */
 int audit_run(const char *manifest, const char *dir, const AuditOptions *o);

@@ -15,14 +15,17 @@
 
 void ctl_err_unreachable(const char *error_name, const char *why)
 {
+        /* libfhash's messages say "cannot reach fhashd" themselves; sd-bus's do not. */
+        const char *prefix = strncmp(why, "cannot reach fhashd: ", 21) == 0 ? "" : "cannot reach fhashd: ";
+
         /* What to do next, for the two ways it fails: the bus answered and nothing there is fhashd,
          * or there was no bus to ask. */
         if (bus_error_is_no_fhashd(error_name))
-                ctl_err("cannot reach fhashd: %s; install fhash so that the bus starts fhashd on demand, or start "
-                        "fhashd on that bus (see fhashd(8)); --local hashes without it", why);
+                ctl_err("%s%s; install fhash so that the bus starts fhashd on demand, or start fhashd on that bus "
+                        "(see fhashd(8)); --local hashes without it", prefix, why);
         else
-                ctl_err("cannot reach fhashd: %s; is that bus running? --system, --user and --address pick the "
-                        "bus; --local hashes without fhashd", why);
+                ctl_err("%s%s; is that bus running? --system, --user and --address pick the bus; --local hashes "
+                        "without fhashd", prefix, why);
 }
 
 void ctl_err_job(const char *verb, const char *job, int r, const sd_bus_error *error)

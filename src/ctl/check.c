@@ -506,5 +506,5 @@ int verb_check(Args *a)
                 ctl_err("write error: %m");
                 return CTL_EXIT_FAILED;
         }
-        return r < 0 || s.failed ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+        return ctl_run_exit(r, s.failed);
 }

@@ -137,7 +137,7 @@ static int verb_hash(Args *a)
                 ctl_err("write error: %m");
                 return CTL_EXIT_FAILED;
         }
-        return r < 0 || s.failed > 0 ? CTL_EXIT_FAILED : CTL_EXIT_OK;
+        return ctl_run_exit(r, s.failed > 0);
 }
 
 static int audit_run_inputs(fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata, void *ctx)

@@ -10,6 +10,7 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "ctl/args.h"
+#include "ctl/exit-status.h"
 #include "ctl/bus-verbs.h"
 #include "ctl/progress.h"
 #include "ctl/run.h"
@@ -46,19 +47,33 @@ static void draw_progress(CtlRun *run, fhash_run *fr)
 }
 
 /* Until every input has its result: the library's fd and timeout polled, progress drawn between. */
-static int run_loop(CtlRun *run, fhash_run *fr, fhash_error *e)
+static int run_loop(CtlRun *run, fhash_client *c, fhash_run *fr, fhash_error *e)
 {
+        bool daemon = fhash_client_uses_daemon(c);
         int r;
 
         while ((r = fhash_run_process(fr, e)) > 0) {
                 struct pollfd p = { .fd = fhash_run_get_fd(fr), .events = (short)fhash_run_get_events(fr) };
                 uint64_t t = fhash_run_get_timeout(fr), now = now_usec();
 
+                /* fhashd went and none came back: libfhash goes on in-process, as at the start. */
+                if (daemon && !fhash_client_uses_daemon(c)) {
+                        progress_clear(run->progress);
+                        ctl_err("%s; hashing the rest in-process", fhash_client_get_fallback_reason(c));
+                        daemon = false;
+                }
                 draw_progress(run, fr);
                 (void)poll(&p, 1, t <= now ? 0 : (int)MIN((t - now + 999) / 1000, (uint64_t)250));
         }
         progress_clear(run->progress);
         return r;
+}
+
+int ctl_run_exit(int r, bool failed)
+{
+        if (r == CTL_RUN_ABORTED)
+                return CTL_EXIT_ABORTED;
+        return r < 0 || failed ? CTL_EXIT_FAILED : CTL_EXIT_OK;
 }
 
 int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata)
@@ -77,7 +92,7 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
         CtlRun run = { .fn = fn, .userdata = userdata, .progress = &progress };
         fhash_hash_options ho = {
                 .algorithm = hash_algo_set_format(&a->algos, names, sizeof(names)),
-                .flags = (a->no_cache ? FHASH_HASH_DONTCACHE : 0),
+                .flags = (a->no_cache ? FHASH_HASH_DONTCACHE : 0) | FHASH_HASH_RESUME,
                 .strategy = a->io,
                 .priority = (fhash_priority)a->priority,
                 .length_bits = a->has_params ? a->params.out_len * 8 : 0,
@@ -107,9 +122,13 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
         if (fhash_client_get_fallback_reason(c))
                 ctl_err("%s; hashing in-process", fhash_client_get_fallback_reason(c));
         r = fhash_run_source(c, next, source_userdata, &ho, on_result, &run, &fr, &e);
-        if (r >= 0)
-                r = run_loop(&run, fr, &e);
-        if (r < 0)
+        if (r >= 0) {
+                r = run_loop(&run, c, fr, &e);
+                if (r < 0) {
+                        ctl_err("%s", e.message);
+                        r = CTL_RUN_ABORTED;
+                }
+        } else
                 ctl_err("%s", e.message);
         fhash_run_free(fr);
         fhash_client_free(c);

@@ -314,6 +314,17 @@ static int property_get_counter(sd_bus *bus, const char *path, const char *inter
         return sd_bus_message_append(reply, "t", context_bytes_hashed(c));
 }
 
+/* "stopping" from SIGTERM on (its jobs are being cancelled, new ones refused), else "running": a client
+ * that sees its job cancelled asks, to tell a restart (its files go to the next fhashd) from
+ * someone's Cancel(). */
+static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+        Context *c = userdata;
+
+        return sd_bus_message_append(reply, "s", c->shutting_down ? "stopping" : "running");
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -322,6 +333,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("ActiveJobs", "u", property_get_counter, 0, 0),
         SD_BUS_PROPERTY("QueuedFiles", "u", property_get_counter, 0, 0),
         SD_BUS_PROPERTY("BytesHashed", "t", property_get_counter, 0, 0),
+        SD_BUS_PROPERTY("State", "s", property_get_state, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("HashFds", SD_BUS_ARGS("ah", fds, "s", algorithm, "a{sv}", options),
                                 SD_BUS_RESULT("o", job), method_hash_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_HASH_FDS, SD_BUS_ARGS("au", fds, "s", algorithm, "a{sv}", options),

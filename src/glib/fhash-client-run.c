@@ -186,6 +186,14 @@ static gboolean run_dispatch(gpointer data)
         int k;
 
         k = fhash_run_process(r->run, &e);
+        /* A run with FHASH_HASH_FLAGS_RESUME that lost fhashd and went on in this process: so does
+         * the client from now on, and the core says why. */
+        if (g_strcmp0(fhash_client_get_fallback_reason(self->core), self->fallback_reason) != 0) {
+                g_free(self->fallback_reason);
+                self->fallback_reason = g_strdup(fhash_client_get_fallback_reason(self->core));
+                g_object_notify_by_pspec(G_OBJECT(self), client_props[PROP_USES_DAEMON]);
+                g_object_notify_by_pspec(G_OBJECT(self), client_props[PROP_FALLBACK_REASON]);
+        }
         if (fhash_run_get_progress(r->run, &p) >= 0) {
                 r->progress[PROGRESS_FILES_DONE] = p.files_done;
                 r->progress[PROGRESS_FILES_TOTAL] = p.files_total;
@@ -248,7 +256,8 @@ static unsigned core_hash_flags(FhashHashFlags f)
 {
         return (f & FHASH_HASH_FLAGS_DONTCACHE ? FHASH_HASH_DONTCACHE : 0) |
                (f & FHASH_HASH_FLAGS_PROGRESS ? FHASH_HASH_PROGRESS : 0) |
-               (f & FHASH_HASH_FLAGS_UNORDERED ? FHASH_HASH_UNORDERED : 0);
+               (f & FHASH_HASH_FLAGS_UNORDERED ? FHASH_HASH_UNORDERED : 0) |
+               (f & FHASH_HASH_FLAGS_RESUME ? FHASH_HASH_RESUME : 0);
 }
 
 /* Starts r's fhash_run on the connected client, or finishes r (connected, or failed to start). */

@@ -342,7 +342,8 @@ gboolean fhash_client_get_uses_daemon(FhashClient *self)
  * @self: a client
  *
  * Returns: (transfer full) (nullable): why it hashes in this process although it was not told to
- *   (%FHASH_CLIENT_FLAGS_LOCAL): what reaching fhashd said, naming the bus; %NULL otherwise
+ *   (%FHASH_CLIENT_FLAGS_LOCAL): what reaching fhashd said, naming the bus, or why a run with
+ *   %FHASH_HASH_FLAGS_RESUME that lost fhashd went on in this process; %NULL otherwise
  */
 gchar *fhash_client_dup_fallback_reason(FhashClient *self)
 {

@@ -49,6 +49,10 @@ typedef enum /*< flags >*/ {
  *   only of those done (through fhashd: its jobs' progress, watched on the bus)
  * @FHASH_HASH_FLAGS_UNORDERED: results as files complete, not in the order given
  *   (fhash_result_get_index() says which): a slow file does not hold back the others
+ * @FHASH_HASH_FLAGS_RESUME: through fhashd, survive it going away (a crash, a restart, an upgrade):
+ *   connect again, which activates the next fhashd, and send it exactly the inputs without a
+ *   result, or go on in this process unless %FHASH_CLIENT_FLAGS_NO_FALLBACK; without it such a run
+ *   fails with %FHASH_CLIENT_ERROR_GONE (libfhash's FHASH_HASH_RESUME, libfhash(3))
  *
  * How the runs of a client hash (#FhashClient:hash-flags).
  */
@@ -57,6 +61,7 @@ typedef enum /*< flags >*/ {
         FHASH_HASH_FLAGS_DONTCACHE = 1 << 0,
         FHASH_HASH_FLAGS_PROGRESS = 1 << 1,
         FHASH_HASH_FLAGS_UNORDERED = 1 << 2,
+        FHASH_HASH_FLAGS_RESUME = 1 << 3,
 } FhashHashFlags;
 
 #define FHASH_TYPE_CLIENT (fhash_client_get_type())

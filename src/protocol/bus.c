@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/macro.h"
 #include "basic/string-table.h"
@@ -60,6 +61,9 @@ int bus_open(BusKind kind, const char *address, const char *description, sd_bus 
         return 0;
 }
 
+/* fhashds in a row that may exit while they are pinged before connecting gives up. */
+#define BUS_PING_AGAIN_MAX 4
+
 int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_error *error)
 {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -70,11 +74,18 @@ int bus_open_fhashd(BusKind kind, const char *address, sd_bus **ret, sd_bus_erro
                 return r;
 
         /* A Ping through the name starts fhashd where it is D-Bus activatable, and tells us at once
-         * (ServiceUnknown / NameHasNoOwner) when it is not there, so that the caller can fall back. */
-        r = sd_bus_call_method(bus, FHASH_BUS_NAME, FHASH_MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping",
-                               error, NULL, NULL);
-        if (r < 0)
-                return r;
+         * (ServiceUnknown / NameHasNoOwner) when it is not there, so that the caller can fall back.
+         * NoReply: the fhashd that had the name exited before it answered (a restart, an upgrade);
+         * asked again, the name activates the next one. */
+        for (unsigned attempt = 0;; attempt++) {
+                r = sd_bus_call_method(bus, FHASH_BUS_NAME, FHASH_MANAGER_PATH, "org.freedesktop.DBus.Peer", "Ping",
+                                       error, NULL, NULL);
+                if (r >= 0)
+                        break;
+                if (attempt >= BUS_PING_AGAIN_MAX || !sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY))
+                        return r;
+                sd_bus_error_free(error);
+        }
         *ret = TAKE_PTR(bus);
         return 0;
 }
@@ -168,6 +179,11 @@ bool bus_error_is_no_fhashd(const char *error_name)
                               streq(error_name, "org.freedesktop.DBus.Error.Spawn.ChildExited"));
 }
 
+bool bus_error_has_name(const sd_bus_error *error)
+{
+        return error && sd_bus_error_is_set(error) && strncmp(error->name, "System.Error.", 13) != 0;
+}
+
 char *bus_explain_open_error(BusKind kind, const char *address, int r, const sd_bus_error *error)
 {
         const char *env, *what = kind == BUS_KIND_SYSTEM ? "system bus" : kind == BUS_KIND_USER ? "session bus" : "bus";
@@ -193,12 +209,19 @@ char *bus_explain_open_error(BusKind kind, const char *address, int r, const sd_
         if (!where)
                 return NULL;
 
+        if (!bus_error_has_name(error))
+                error = NULL;
         if (error && sd_bus_error_is_set(error) && bus_error_is_no_fhashd(error->name))
                 k = asprintf(&s, "fhashd is not on the %s at %s (%s)", what, where, error->message ?: error->name);
         else if (error && sd_bus_error_is_set(error))
                 k = asprintf(&s, "the %s at %s: %s", what, where, error->message ?: error->name);
-        else if (r == -ENOENT || r == -ECONNREFUSED || r == -ENOTCONN || r == -ECONNRESET)
+        else if (r == -ENOENT || r == -ECONNREFUSED)
                 k = asprintf(&s, "no %s at %s (%s)", what, where, strerror(-r));
+        else if (r == -ENOTCONN || r == -ECONNRESET || r == -EPIPE || r == -EPERM || r == -EACCES)
+                /* The socket took the connection and the bus closed it before it said anything: it
+                 * refused us (dbus-daemon's <allow user>, a failed authentication). */
+                k = asprintf(&s, "the %s at %s refused the connection of uid %u: its configuration does not let "
+                             "this user connect", what, where, (unsigned)geteuid());
         else
                 k = asprintf(&s, "cannot connect to the %s at %s (%s)", what, where, strerror(r < 0 ? -r : EIO));
         free(where);

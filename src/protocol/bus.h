@@ -41,3 +41,7 @@ char *bus_explain_open_error(BusKind kind, const char *address, int r, const sd_
 
 /* The bus answered, but nobody owns fhashd's name and nothing activates it. */
 bool bus_error_is_no_fhashd(const char *error_name);
+
+/* Whether error is set and more than an errno in a name (sd-bus's System.Error.ENOTCONN and the
+ * like, which say nothing the errno does not): a name worth handing on. */
+bool bus_error_has_name(const sd_bus_error *error);

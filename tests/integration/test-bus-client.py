@@ -217,14 +217,27 @@ def main():
                  f"a daemon that dies in the middle: {out} ({dt:.1f} s)")
         ft.log(f"ok: a daemon that dies in the middle of a run: {out['error'][2]!r} in {dt:.1f} s")
 
-        # fhashctl says the same in its words, and its exit code says it failed.
+        # fhashctl says the same in its words: it tries to go on (FHASH_HASH_RESUME), but nothing
+        # activates another fhashd on this bus and --daemon forbids hashing in-process; its exit code
+        # is that of a run aborted part-way, not that of a file that failed.
         def ctl():
             return subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, "--no-direct", "hash",
                                    *files[:3]], capture_output=True, text=True, timeout=60)
         p = with_fake(bus, "dies", ctl)
-        ft.check(p.returncode == 1 and "fhashd went away while hashing" in p.stderr,
-                 f"fhashctl with a daemon that dies: exit {p.returncode}, {p.stderr!r}")
-        ft.log("ok: fhashctl says fhashd went away, exit 1")
+        ft.check(p.returncode == 3 and "fhashd went away while hashing and cannot be reached again: fhashd is not "
+                 "on the bus" in p.stderr, f"fhashctl with a daemon that dies: exit {p.returncode}, {p.stderr!r}")
+        ft.log("ok: fhashctl says fhashd went away and cannot be reached again, exit 3 (aborted)")
+
+        # Without --daemon it goes on in-process with what fhashd never answered, and says so.
+        def ctl_fallback():
+            return subprocess.run([ft.fhashctl_path(), "--address", bus.address, "--no-direct", "hash", *files],
+                                  capture_output=True, text=True, timeout=60)
+        p = with_fake(bus, "dies", ctl_fallback)
+        ref = subprocess.run(["sha256sum", *files], capture_output=True, text=True)
+        ft.check(p.returncode == 0 and p.stdout == ref.stdout and "hashing the rest in-process" in p.stderr,
+                 f"fhashctl falling back after fhashd died: exit {p.returncode}, {p.stderr!r}")
+        ft.log("ok: without --daemon, fhashctl hashes in-process what the dead fhashd never answered: "
+               "output as sha256sum's")
 
 
 if __name__ == "__main__":

@@ -349,7 +349,10 @@ grep -q 'files' "$tmp/tty" || fail "no progress on a terminal: $(cat -A "$tmp/tt
 mkfifo "$tmp/fifo"
 "$FHASHCTL" --daemon --address "$addr" hash "$tmp/fifo" > "$tmp/fifo-out" 2> "$tmp/fifo-err" &
 hasher=$!
-exec 7> "$tmp/fifo"   # a writer that writes nothing: the job waits
+# A writer that writes a byte, then nothing: the job waits in fhashd. (libfhash hands fhashd a FIFO
+# once it has data or its writer went: before that the FIFO waits in fhashctl's loop, with no job.)
+exec 7> "$tmp/fifo"
+printf x >&7
 job=
 for _ in $(seq 50); do
     job=$("$FHASHCTL" --address "$addr" jobs 2>/dev/null | awk '/running|queued/ {print $1; exit}')

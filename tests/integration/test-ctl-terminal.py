@@ -215,6 +215,9 @@ def test_daemon(tmp, ctl):
             ft.check(r.returncode == 0, f"hash through fhashd: {r.stderr!r}")
             hasher = subprocess.Popen([ctl] + a + ["hash", fifo], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             writer = os.open(fifo, os.O_WRONLY)
+            # A byte, then nothing: the job waits in fhashd (libfhash hands fhashd a FIFO once it has
+            # data or its writer went; before, it waits in fhashctl's loop, with no job).
+            os.write(writer, b"x")
             job = None
             deadline = time.monotonic() + 10
             while not job and time.monotonic() < deadline:
@@ -246,10 +249,10 @@ def test_daemon(tmp, ctl):
             os.write(writer, b"hello")
             os.close(writer)
             out, err = watcher.communicate(timeout=30)
-            ft.check(watcher.returncode == 0 and re.search(r": done, 1/1 files, 5 B/5 B$", out.decode(), re.M),
+            ft.check(watcher.returncode == 0 and re.search(r": done, 1/1 files, 6 B/6 B$", out.decode(), re.M),
                      f"watch's end: {watcher.returncode} {out!r} {err!r}")
             out, err = hasher.communicate(timeout=30)
-            ft.check(out.decode().startswith(sha256(b"hello")), f"the hash of the FIFO: {out!r} {err!r}")
+            ft.check(out.decode().startswith(sha256(b"xhello")), f"the hash of the FIFO: {out!r} {err!r}")
     ft.log("jobs aligned in binary units; watch into a pipe as the job runs; unknown jobs said so")
 
 

@@ -1,54 +1,58 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# test-debian.sh: debian/ builds fhash, libfhash0, libfhash-dev and python3-fhash with
-# "dpkg-buildpackage -b -us -uc" from a copy of the source tree; lintian finds no error; installed
-# on this machine they give a working fhashctl, the library, the Python module and the unit in
-# systemd's directory; purged, they leave nothing behind. Needs root (it installs packages).
+# test-debian.sh: debian/ builds fhash, libfhash0, libfhash-dev, python3-fhash, libfhash-glib0,
+# libfhash-glib-dev and gir1.2-fhash-1.0 with "dpkg-buildpackage -b -us -uc" from a copy of the
+# source tree; lintian finds no error; installed they give a working fhashctl, the library, the
+# Python module, the GObject library through introspection and the unit in systemd's directory;
+# purged, they leave nothing behind.
+#
+# The packages are installed and purged in a throwaway root, never on this machine: a mount
+# namespace of this script's own (unshare) where an overlay has this machine's / as its lower,
+# read-only layer and a tmpfs as the layer written to; dpkg runs chrooted there, so what it writes
+# (its database in /var/lib/dpkg, /usr, /etc) goes to the tmpfs and is gone with the namespace. The
+# root has every dependency the packages have (this machine's), and an fhash this machine has
+# installed is purged there first. The host's record of the packages is compared before and after.
+# Needs root (a mount namespace, overlayfs).
 set -uo pipefail
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
-src=${FHASH_SOURCE_ROOT:?FHASH_SOURCE_ROOT must point at the source tree}
-for p in dpkg-buildpackage dh lintian dpkg rsync sha256sum /usr/bin/python3; do
-        command -v "$p" >/dev/null || skip "$p is not installed (scripts/deps.sh installs it)"
-done
-[ "$(id -u)" -eq 0 ] || skip "installing the packages needs root"
-pkgs=(python3-fhash libfhash-dev libfhash0 fhash)
-for p in "${pkgs[@]}"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' &&
-                skip "$p is installed on this machine already; the test would replace it"
-done
+pkgs=(gir1.2-fhash-1.0 libfhash-glib-dev libfhash-glib0 python3-fhash libfhash-dev libfhash0 fhash)
 
-tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/fhash-deb-XXXXXX")
-cleanup() {
-        dpkg --purge "${pkgs[@]/%/-dbgsym}" "${pkgs[@]}" >/dev/null 2>&1
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# The tree as it is (committed or not), without build directories, git data or bench data.
-mkdir "$tmp/fhash"
-rsync -a --exclude '/.git' --exclude '/build*' --exclude '/bench/data' --exclude '__pycache__' "$src/" "$tmp/fhash/"
-cd "$tmp/fhash" || fail "no copy"
-if ! dpkg-buildpackage -b -us -uc >"$tmp/build.log" 2>&1; then
-        tail -40 "$tmp/build.log"
-        fail "dpkg-buildpackage failed"
-fi
-cd "$tmp" || fail "no tmp"
-changes=$(ls fhash_*.changes)
-for p in "${pkgs[@]}"; do
-        ls "${p}"_*.deb >/dev/null 2>&1 || fail "no package $p was built: $(ls)"
-done
-echo "ok: dpkg-buildpackage built $(ls ./*.deb | xargs -n1 basename | tr '\n' ' ')"
-
-# lintian: no error; the warnings kept are listed in debian/README.lintian with why.
-lintian --fail-on error --tag-display-limit 0 "$changes" >"$tmp/lintian.log" 2>&1
-rc=$?
-cat "$tmp/lintian.log"
-[ $rc -eq 0 ] || fail "lintian reports errors (above)"
-echo "ok: lintian reports no error ($(grep -c '^W:' "$tmp/lintian.log") warnings)"
-
+# The second stage, in the mount namespace: "test-debian.sh --in-root DIR" where DIR holds the .debs.
+if [ "${1:-}" = --in-root ]; then
+        tmp=$2
+        root=$tmp/root
+        # Private from here on: nothing mounted below is seen outside, and it all goes at exit.
+        mount --make-rprivate / || fail "cannot make the namespace's mounts private"
+        mkdir -p "$root" "$tmp/layer"
+        mount -t tmpfs -o mode=0755 fhash-deb-layer "$tmp/layer" || fail "cannot mount a tmpfs"
+        mkdir "$tmp/layer/upper" "$tmp/layer/work"
+        mount -t overlay -o "lowerdir=/,upperdir=$tmp/layer/upper,workdir=$tmp/layer/work" fhash-deb-root "$root" ||
+                skip "cannot mount an overlay of / (overlayfs): no throwaway root to install into"
+        for d in proc sys dev; do
+                mount --rbind "/$d" "$root/$d" || fail "cannot bind /$d into the root"
+        done
+        # A /run and a /tmp of the root's own: no bus socket of this machine's for maintainer
+        # scripts to talk to, no files of its /tmp.
+        mount -t tmpfs -o mode=0755 fhash-deb-run "$root/run" || fail "cannot mount /run in the root"
+        mount -t tmpfs -o mode=1777 fhash-deb-tmp "$root/tmp" || fail "cannot mount /tmp in the root"
+        # Nothing started by maintainer scripts (invoke-rc.d's convention for chroots).
+        printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod 755 "$root/usr/sbin/policy-rc.d"
+        # The stage below runs chrooted: the .debs and a scratch directory inside the root.
+        mkdir "$root/tmp/debs" && cp "$tmp"/*.deb "$root/tmp/debs/" || fail "cannot copy the packages into the root"
+        # An fhash of this machine's goes in the root only, so that purging ours leaves nothing.
+        for p in "${pkgs[@]}"; do
+                chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' &&
+                        { chroot "$root" dpkg --purge "$p" >/dev/null 2>&1 || fail "cannot purge this machine's $p in the root"; }
+        done
+        exec chroot "$root" /bin/bash -s -- "${pkgs[@]}" <<'ROOT'
+set -uo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+pkgs=("$@")
+tmp=/tmp/debs
+cd "$tmp" || fail "no $tmp in the root"
 # Installed: the files where Debian wants them, and they work.
 dpkg -i $(for p in "${pkgs[@]}"; do ls ./"${p}"_*.deb; done) >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "dpkg -i failed"; }
 for f in /usr/bin/fhashctl /usr/libexec/fhashd /lib/systemd/system/fhashd.service /usr/lib/systemd/user/fhashd.service \
@@ -57,6 +61,8 @@ for f in /usr/bin/fhashctl /usr/libexec/fhashd /lib/systemd/system/fhashd.servic
         [ -e "$f" ] || fail "$f is not installed"
 done
 ls /usr/lib/*/libfhash.so.0 >/dev/null 2>&1 || fail "libfhash.so.0 is not installed"
+ls /usr/lib/*/libfhash-glib.so.0 /usr/lib/*/girepository-1.0/Fhash-1.0.typelib /usr/share/gir-1.0/Fhash-1.0.gir \
+        >/dev/null 2>&1 || fail "libfhash-glib.so.0, its typelib or its .gir is not installed"
 grep -qx "ExecStart=/usr/libexec/fhashd --system" /lib/systemd/system/fhashd.service ||
         fail "the unit does not start /usr/libexec/fhashd"
 printf 'some data\n' >"$tmp/f"
@@ -85,7 +91,19 @@ grep -qx "VERIFY=no" /etc/fhash/apt-verify.conf || fail "the apt hook is not shi
 apt-config dump DPkg::Post-Invoke | grep -q '/usr/libexec/fhash-apt-verify || true' || fail "apt does not see the hook"
 FHASH_APT_STAMP=$tmp/stamp /usr/libexec/fhash-apt-verify && [ ! -e "$tmp/stamp" ] || fail "the disabled hook did something"
 pkgconf=$(pkg-config --cflags --libs fhash) || fail "pkg-config fhash"
-echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf) and python3-fhash work"
+pkg-config --exists fhash-glib || fail "pkg-config fhash-glib"
+# The typelib as PyGObject finds it (no GI_TYPELIB_PATH): a local run of the installed library.
+got=$(env -u LD_LIBRARY_PATH -u GI_TYPELIB_PATH /usr/bin/python3 -c '
+import sys, gi
+gi.require_version("Fhash", "1.0")
+from gi.repository import Fhash, GLib
+c = Fhash.Client.new_for_address(None, Fhash.ClientFlags.LOCAL)
+loop, box = GLib.MainLoop(), {}
+c.hash_async([sys.argv[1]], None, lambda o, r: (box.update(r=o.hash_finish(r)), loop.quit()))
+loop.run()
+print(box["r"][0].get_digest())' "$tmp/f") || fail "the installed typelib and libfhash-glib do not work"
+[ "$got" = "$(sha256sum <"$tmp/f" | cut -d' ' -f1)" ] || fail "libfhash-glib through the typelib gave $got"
+echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf), python3-fhash and libfhash-glib (typelib) work"
 
 # Purged: nothing of theirs is left.
 # The packages' files and links (not their directories, which /lib -> usr/lib makes ambiguous).
@@ -95,4 +113,48 @@ dpkg --purge "${pkgs[@]}" >"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; fail
 left=$(while read -r f; do if [ -e "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done <<<"$files")
 [ -z "$left" ] || fail "left behind after purge: $left"
 [ ! -e /etc/fhash ] || fail "/etc/fhash is left after purge"
-echo "PASS: packages build, pass lintian, work installed and leave nothing behind"
+echo "ok: purged in the root: nothing of the packages is left"
+ROOT
+fi
+
+src=${FHASH_SOURCE_ROOT:?FHASH_SOURCE_ROOT must point at the source tree}
+for p in dpkg-buildpackage dh lintian dpkg rsync sha256sum unshare chroot /usr/bin/python3; do
+        command -v "$p" >/dev/null || skip "$p is not installed (scripts/deps.sh installs it)"
+done
+[ "$(id -u)" -eq 0 ] || skip "a mount namespace and an overlay to install the packages into need root"
+
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/fhash-deb-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# The tree as it is (committed or not), without build directories, git data or bench data.
+mkdir "$tmp/fhash"
+rsync -a --exclude '/.git' --exclude '/build*' --exclude '/bench/data' --exclude '__pycache__' "$src/" "$tmp/fhash/"
+cd "$tmp/fhash" || fail "no copy"
+if ! dpkg-buildpackage -b -us -uc >"$tmp/build.log" 2>&1; then
+        tail -40 "$tmp/build.log"
+        fail "dpkg-buildpackage failed"
+fi
+cd "$tmp" || fail "no tmp"
+changes=$(ls fhash_*.changes)
+for p in "${pkgs[@]}"; do
+        ls "${p}"_*.deb >/dev/null 2>&1 || fail "no package $p was built: $(ls)"
+done
+echo "ok: dpkg-buildpackage built $(ls ./*.deb | xargs -n1 basename | tr '\n' ' ')"
+
+# lintian: no error; the warnings kept are listed in debian/README.lintian with why.
+lintian --fail-on error --tag-display-limit 0 "$changes" >"$tmp/lintian.log" 2>&1
+rc=$?
+cat "$tmp/lintian.log"
+[ $rc -eq 0 ] || fail "lintian reports errors (above)"
+echo "ok: lintian reports no error ($(grep -c '^W:' "$tmp/lintian.log") warnings)"
+
+# This machine's record of the packages (installed or not, which version), to compare after.
+host_state() { dpkg-query -W -f='${Package} ${Status} ${Version}\n' "${pkgs[@]}" 2>&1; sha256sum /var/lib/dpkg/status | cut -d' ' -f1; }
+before=$(host_state)
+unshare --mount --propagation private -- "$BASH" "$0" --in-root "$tmp"
+rc=$?
+after=$(host_state)
+[ "$before" = "$after" ] || fail "this machine's dpkg state changed: before: $before; after: $after"
+[ $rc -eq 0 ] || exit $rc
+echo "ok: this machine's dpkg state is as it was (/var/lib/dpkg/status unchanged)"
+echo "PASS: packages build, pass lintian, work installed and leave nothing behind, in a throwaway root"

@@ -358,9 +358,10 @@ def api_tests(address, tmp, fhashd_args):
     ft.check("sha256" in Fhash.Client.list_algorithms() and "blake3" in Fhash.Client.list_algorithms(), "algorithms")
     ft.log("ok: unordered results, two runs at once, INVALID_ARGS, NOT_REACHABLE naming the socket, fallback")
 
-    # The busy signal: another run holds one of the two files fhashd allows this uid (a FIFO with no
-    # data), which leaves no room for the two of this run, for over a second; then it ends and the
-    # busy run goes on.
+    # The busy signal: another run holds one of the two files fhashd allows this uid (a FIFO with a
+    # byte and a writer that waits: libfhash keeps a FIFO with no data at all to itself, so fhashd
+    # gets it only with its first byte), which leaves no room for the two of this run, for over a
+    # second; then it ends and the busy run goes on.
     bus2 = ft.Bus(tmpdir=tempfile.mkdtemp(dir=tmp)).start()
     try:
         a = Fhash.Client.new_for_address(bus2.address, Fhash.ClientFlags.NO_FALLBACK)
@@ -370,12 +371,13 @@ def api_tests(address, tmp, fhashd_args):
             b.connect("busy", lambda _c, reason, gives_up: busy.append((reason, gives_up)))
             fifo = new_fifo("fifo-busy")
             w = os.open(fifo, os.O_RDWR)
+            os.write(w, b"n")
             boxes = [{}, {}]
             a.hash_async([fifo], None, lambda o, r: boxes[0].update(res=r))
             iterate_until(lambda: False, 0.5)
             b.hash_async(files[:2], None, lambda o, r: boxes[1].update(res=r))
             ft.check(iterate_until(lambda: busy, 10), "no busy signal within 10 s")
-            os.write(w, b"now")
+            os.write(w, b"ow")
             os.close(w)
             ft.check(iterate_until(lambda: all("res" in x for x in boxes), 60), "the busy runs never ended")
             ra, rb = a.hash_finish(boxes[0]["res"]), b.hash_finish(boxes[1]["res"])
@@ -406,6 +408,36 @@ def api_tests(address, tmp, fhashd_args):
             ft.check(err is None and a.get_uses_daemon() and [r.get_digest() for r in res] ==
                      [digest(x) for x in files[:3]], f"after GONE, the next run: {err}")
         ft.log("ok: fhashd killed mid-run: FHASH_CLIENT_ERROR_GONE; the next run connects to the new fhashd")
+
+        # The same with FHASH_HASH_FLAGS_RESUME on a client that may fall back: nothing activates
+        # another fhashd on this bus, so the run goes on in this process with the inputs that have no
+        # result (the FIFO was waiting for data in the client: it is read there), and says why.
+        d = ft.Daemon(bus2, "--workers", "1").start()
+        a = Fhash.Client.new_for_address(bus2.address, Fhash.ClientFlags.NONE)
+        a.props.hash_flags = Fhash.HashFlags.RESUME
+        fifo = new_fifo("fifo-resume")
+        holder = os.open(fifo, os.O_RDWR)
+        box = {}
+        a.hash_async([fifo] + files[:5], None, lambda o, r: box.update(res=r))
+        iterate_until(lambda: False, 0.5)
+        ft.check(a.get_uses_daemon(), "RESUME: the run is not through fhashd")
+        d.stop(signal.SIGKILL)
+        ft.check(iterate_until(lambda: not a.get_uses_daemon(), 20), "RESUME: no fallback 20 s after fhashd was killed")
+        os.write(holder, b"resumed")
+        os.close(holder)
+        ft.check(iterate_until(lambda: "res" in box, 20), "RESUME: no callback 20 s after fhashd was killed")
+        res, err = None, None
+        try:
+            res = a.hash_finish(box["res"])
+        except GLib.Error as ex:
+            err = ex
+        ft.check(err is None and [r.get_digest() for r in res] ==
+                 [hashlib.sha256(b"resumed").hexdigest()] + [digest(x) for x in files[:5]] and
+                 "fhashd went away" in (a.dup_fallback_reason() or ""),
+                 f"RESUME, fhashd killed: {err} {res and [(r.get_digest(), r.get_error() and r.get_error().message) for r in res]} "
+                 f"{[digest(x) for x in files[:5]]} {a.dup_fallback_reason()!r}")
+        ft.log(f"ok: with FHASH_HASH_FLAGS_RESUME, fhashd killed mid-run: every result, in-process: "
+               f"{a.dup_fallback_reason()!r}")
     finally:
         bus2.stop()
 

@@ -1603,7 +1603,8 @@ def load_files(env):
     out = {}
     for k, uid in enumerate(LOAD_UIDS):
         d = os.path.join(top, str(uid))
-        os.makedirs(d, mode=0o700)
+        # There already when LOAD runs once more (its retry): the same seed writes the same files.
+        os.makedirs(d, mode=0o700, exist_ok=True)
         files = {}
         sizes = [4096] * 16 + [1 << 20] * 2 + ([20 << 20] if k % 4 == 0 else [])
         for i, size in enumerate(sizes):

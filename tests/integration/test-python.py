@@ -374,7 +374,8 @@ def api_tests(address, tmp, sanitized):
 
 def busy_tests(bus, tmp):
     """busy_notice, sync and async, per call and per client: another client holds one of the two
-    files fhashd allows this uid (a FIFO without data) for over a second."""
+    files fhashd allows this uid (a FIFO with a byte and a writer that waits: libfhash keeps a FIFO
+    with no data at all to itself, fhashd gets it with its first byte) for over a second."""
     import fhash
     files = ft.make_files(os.path.join(tmp, "busy"), 2, max_size=1000, seed=44)
     fifo = os.path.join(tmp, "busy-fifo")
@@ -386,12 +387,13 @@ def busy_tests(bus, tmp):
             c = fhash.Client(address=bus.address, fallback=False,
                              busy_notice=(lambda r, g: notices.append((r, g))) if form == "client" else None)
             w = os.open(fifo, os.O_RDWR)
+            os.write(w, b"n")
             held = holder.start([fifo])
             t0 = time.monotonic()
             while time.monotonic() - t0 < 0.5:
                 held.process()
                 time.sleep(0.02)
-            timer = threading.Timer(1.8, lambda fd=w: (os.write(fd, b"now"), os.close(fd)))
+            timer = threading.Timer(1.8, lambda fd=w: (os.write(fd, b"ow"), os.close(fd)))
             timer.start()
             kw = {} if form == "client" else {"busy_notice": lambda r, g: notices.append((r, g))}
             if form == "async":
