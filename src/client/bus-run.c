@@ -15,7 +15,10 @@
 #include "basic/macro.h"
 #include "basic/time-util.h"
 #include "client/backend.h"
+#include "client/bus-alone.h"
 #include "client/bus-call.h"
+#include "client/bus-resume.h"
+#include "client/bus-run-state.h"
 #include "fhash/fhash-dbus.h"
 
 /*
@@ -43,240 +46,6 @@
  * resume).
  */
 
-/* Files sent whose result has not come back: each is an fd fhashd holds open (against its
- * RLIMIT_NOFILE) until the file is hashed. Enough to keep its workers busy across our round trips,
- * and results come back in batches of up to 256. */
-#define FILES_IN_FLIGHT 1024
-/* Files per open job (fhashd allows 2^20): what one job keeps in fhashd's memory, a result per file
- * until the job expires, stays moderate. */
-#define FILES_PER_JOB 65536
-/* FIFOs waiting for their writers (and files for their leases) at once: each holds an fd of ours. */
-#define PARKED_MAX 64
-/* A file under a lease: opened again this often while its holder gives it up (lease-break-time). */
-#define LEASE_RETRY_USEC (50 * USEC_PER_MSEC)
-/* Resuming: connections in a row that fhashd left before a single result came back before the run
- * gives up (a file that makes fhashd crash every time must not loop for ever), and the pause before
- * connecting again after such a one. */
-#define RESUME_FRUITLESS_MAX 3
-#define RESUME_PAUSE_USEC (250 * USEC_PER_MSEC)
-
-typedef struct Parked {
-        size_t item;
-        int fd;             /* a FIFO (O_NONBLOCK) until it is readable; -EBADF: a file under a lease */
-        uint64_t retry_at;  /* a lease: open it again then */
-} Parked;
-
-typedef struct Bus {
-        Feed *feed;
-        const RunOptions *options;
-        sd_bus_error *ret_error;
-        const BusTarget *target;   /* FHASH_HASH_RESUME: where fhashd is found again; NULL: not */
-        sd_bus **client_bus;       /* the client's connection: a resumed run leaves its own there */
-        BusPeer peer;              /* peer.bus NULL while connecting again */
-        BusJobs jobs;
-        BusCalls calls;
-        BusDial *dial;             /* connecting again */
-        uint64_t dial_at;          /* connect again then (0: no need) */
-        bool replace_client_bus;   /* the connection lost was the client's */
-        unsigned fruitless;        /* connections in a row that fhashd left without a result */
-        size_t done_at_connect;    /* feed_done() when the connection was made */
-        sd_bus_slot *probe;        /* fhashd's State, asked after a cancel not ours */
-        bool stopping;             /* ... and it said "stopping": its going is waited for */
-        Parked parked[PARKED_MAX];
-        size_t n_parked;
-        int epfd;                  /* the run's fd: the connection's, the wake's and the parked FIFOs' */
-        BusWake wake;
-        int ep_fd;                 /* the connection's fd in it (-EBADF: none), with ep_events */
-        uint32_t ep_events;
-        size_t next;               /* where the next input to send is looked for in the feed */
-        size_t window;             /* files in flight at most */
-        BusJob *cur;               /* the open job the next files go to */
-        uint64_t bytes_total;      /* sizes of the files sent */
-        uint64_t bytes_before;     /* bytes of the results of connections before this one */
-        bool stop;                 /* cancelled: nothing more is sent */
-        bool done;
-} Bus;
-
-/* The connection's fd in the epoll set, with the events sd-bus (or the dial) waits for now. */
-static void epoll_update(Bus *c)
-{
-        int fd = -EBADF;
-        uint32_t ev = 0;
-
-        if (c->dial) {
-                fd = bus_dial_get_fd(c->dial);
-                ev = (uint32_t)bus_dial_get_events(c->dial);
-        } else if (c->peer.bus) {
-                fd = sd_bus_get_fd(c->peer.bus);
-                ev = (uint32_t)sd_bus_get_events(c->peer.bus);
-        }
-        if (fd < 0 || (int)ev < 0) {
-                fd = -EBADF;
-                ev = 0;
-        }
-        if (fd != c->ep_fd && c->ep_fd >= 0)
-                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->ep_fd, NULL);
-        else if (fd == c->ep_fd && ev == c->ep_events)
-                return;
-        if (fd < 0) {
-                c->ep_fd = -EBADF;
-                return;
-        }
-        struct epoll_event e = { .events = ev, .data.fd = fd };
-
-        /* POLLIN and POLLOUT are EPOLLIN and EPOLLOUT. A closed fd leaves the set by itself, and a
-         * new one may come with its number: MOD then finds nothing and it is added. */
-        if (fd == c->ep_fd && epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &e) >= 0) {
-                c->ep_events = ev;
-                return;
-        }
-        if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &e) >= 0 ||
-            (errno == EEXIST && epoll_ctl(c->epfd, EPOLL_CTL_MOD, fd, &e) >= 0)) {
-                c->ep_fd = fd;
-                c->ep_events = ev;
-        } else
-                c->ep_fd = -EBADF;
-}
-
-/* Before the connection's fd is closed: out of the set while its number is still its own. */
-static void epoll_forget(Bus *c)
-{
-        if (c->ep_fd >= 0)
-                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->ep_fd, NULL);
-        c->ep_fd = -EBADF;
-}
-
-/* An fd of its own in a job of its own (a pipe or a device: the only kind that gets "max-size"; a
- * file that was under a lease goes this way too). Takes fd. */
-static int send_alone(Bus *c, size_t item, int fd, uint64_t size)
-{
-        BusCall *call;
-        BusJob *j;
-        int r;
-
-        r = bus_job_new(&c->jobs, input_kind(feed_input(c->feed, item)), &j);
-        call = r >= 0 ? bus_call_new(&c->calls, j, CALL_HASH_FDS) : NULL;
-        if (!call) {
-                safe_close(fd);
-                return r < 0 ? r : -ENOMEM;
-        }
-        call->stream = size == UINT64_MAX;
-        call->idx[call->n++] = item;
-        r = bus_call_send(&c->calls, call, &fd);
-        if (r < 0)
-                bus_call_free(call);
-        return r;
-}
-
-/* What a backend remembers of an input it opened: a stream (not read twice), a size (counted once). */
-static void note_opened(Bus *c, size_t item, uint64_t size)
-{
-        uint8_t *fl = feed_flags(c->feed, item);
-
-        if (size == UINT64_MAX)
-                *fl |= INPUT_STREAM;
-        else if (!(*fl & INPUT_COUNTED)) {
-                *fl |= INPUT_COUNTED;
-                c->bytes_total += size;
-        }
-}
-
-/* Input item waits: a FIFO for its writer (fd, O_NONBLOCK, in the epoll set), or a file for its
- * lease (fd -EBADF). Takes fd. */
-static int park(Bus *c, size_t item, int fd)
-{
-        Parked *p = &c->parked[c->n_parked];
-
-        *p = (Parked){ .item = item, .fd = fd, .retry_at = now_usec() + LEASE_RETRY_USEC };
-        if (fd >= 0 && epoll_ctl(c->epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){ .events = EPOLLIN, .data.fd = fd }) < 0) {
-                int r = -errno;
-
-                safe_close(fd);
-                return r;
-        }
-        *feed_flags(c->feed, item) |= INPUT_PARKED;
-        c->n_parked++;
-        return 0;
-}
-
-/* Opens input item and sends it alone, parks it, or answers it with the open's error. */
-static int open_alone(Bus *c, size_t item)
-{
-        uint64_t size = 0;
-        int fd = -EBADF, r;
-
-        r = feed_open(c->feed, item, &fd, &size);
-        if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK)
-                return park(c, item, fd);
-        if (r < 0) {
-                bus_jobs_answer(&c->jobs, NULL, item, &(Outcome){ .status = FHASH_ERROR, .error = r });
-                return 0;
-        }
-        note_opened(c, item, size);
-        return send_alone(c, item, fd, size);
-}
-
-/* The parked inputs that can go now: FIFOs that poll(2) says are readable (or whose writer came and
- * went), files whose lease retry is due. */
-static int unpark(Bus *c)
-{
-        Parked was[PARKED_MAX];
-        struct pollfd pfd[PARKED_MAX];
-        uint64_t now = now_usec();
-        size_t n = c->n_parked;
-        int r = 0;
-
-        if (n == 0)
-                return 0;
-        memcpy(was, c->parked, n * sizeof(Parked));
-        for (size_t i = 0; i < n; i++)
-                pfd[i] = (struct pollfd){ .fd = was[i].fd, .events = POLLIN };
-        if (poll(pfd, n, 0) < 0 && errno != EINTR)
-                return -errno;
-        /* The list is made anew: those still waiting, and those park() puts back. */
-        c->n_parked = 0;
-        for (size_t i = 0; i < n; i++) {
-                Parked p = was[i];
-                bool ready = p.fd >= 0 ? (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 : now >= p.retry_at;
-
-                if (!ready || r < 0) {
-                        c->parked[c->n_parked++] = p;
-                        continue;
-                }
-                *feed_flags(c->feed, p.item) &= (uint8_t)~INPUT_PARKED;
-                if (p.fd < 0) {
-                        r = open_alone(c, p.item);
-                        continue;
-                }
-                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, p.fd, NULL);
-                r = feed_fd_blocking(p.fd);
-                if (r < 0) {
-                        safe_close(p.fd);
-                        bus_jobs_answer(&c->jobs, NULL, p.item, &(Outcome){ .status = FHASH_ERROR, .error = r });
-                        r = 0;
-                        continue;
-                }
-                note_opened(c, p.item, UINT64_MAX);
-                r = send_alone(c, p.item, p.fd, UINT64_MAX);
-        }
-        return r;
-}
-
-/* Every parked input answered with o, its fd closed. */
-static void parked_answer(Bus *c, const Outcome *o)
-{
-        for (size_t i = 0; i < c->n_parked; i++) {
-                if (c->parked[i].fd >= 0) {
-                        (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->parked[i].fd, NULL);
-                        safe_close(c->parked[i].fd);
-                }
-                if (feed_flags(c->feed, c->parked[i].item))
-                        *feed_flags(c->feed, c->parked[i].item) &= (uint8_t)~INPUT_PARKED;
-                feed_answer(c->feed, c->parked[i].item, o);
-        }
-        c->n_parked = 0;
-}
-
 /* Cancelled with nothing in an fhashd (it went, or the run was connecting to the next): every input
  * not answered yet (held, parked, not sent) is answered cancelled here, and so is the rest of an
  * array of inputs (feed_cancel()). */
@@ -286,7 +55,7 @@ static void cancel_all(Bus *c)
         size_t i;
 
         feed_cancel(c->feed);
-        parked_answer(c, &o);
+        bus_alone_answer_parked(c, &o);
         for (i = feed_head(c->feed); i < feed_pulled(c->feed); i++)
                 if (feed_flags(c->feed, i))
                         feed_answer(c->feed, i, &o);
@@ -342,7 +111,7 @@ static int fill_call(Bus *c, BusCall *call, JobKind kind, size_t room, int fds[]
                 c->next = i + 1;
                 r = feed_open(c->feed, i, &fd, &size);
                 if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK) {
-                        r = park(c, i, fd);
+                        r = bus_alone_park(c, i, fd);
                         if (r < 0)
                                 return r;
                         continue;
@@ -351,9 +120,9 @@ static int fill_call(Bus *c, BusCall *call, JobKind kind, size_t room, int fds[]
                         bus_jobs_answer(&c->jobs, NULL, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
                         continue;
                 }
-                note_opened(c, i, size);
+                bus_run_note_opened(c, i, size);
                 if (size == UINT64_MAX) {
-                        r = send_alone(c, i, fd, size);
+                        r = bus_alone_send(c, i, fd, size);
                         if (r < 0)
                                 return r;
                         continue;
@@ -448,7 +217,7 @@ static void cancel_rest(Bus *c)
 
         bus_calls_cancel_retries(&c->calls);
         feed_cancel(c->feed);
-        parked_answer(c, &(Outcome){ .status = FHASH_CANCELLED });
+        bus_alone_answer_parked(c, &(Outcome){ .status = FHASH_CANCELLED });
         /* Held inputs are not in fhashd any more: nothing else will answer them. */
         for (i = feed_head(c->feed); i < c->next && i < feed_pulled(c->feed); i++) {
                 uint8_t *fl = feed_flags(c->feed, i);
@@ -500,7 +269,7 @@ static int pump(Bus *c)
 {
         int r;
 
-        r = unpark(c);
+        r = bus_alone_unpark(c);
         if (r < 0)
                 return r;
         for (;;) {
@@ -547,120 +316,6 @@ static int pump(Bus *c)
         }
 }
 
-/* Connected (again): the jobs' signals watched on the new connection, which the client keeps too
- * when it lost the same one. */
-static int connected(Bus *c)
-{
-        int r;
-
-        r = bus_jobs_init(&c->jobs, c->feed, &c->peer, c->options->watch_progress);
-        c->jobs.resume = c->target != NULL;
-        c->jobs.cancelling = c->stop;
-        c->jobs.wake = c->peer.wake = &c->wake;
-        if (r < 0)
-                return r;
-        bus_calls_init(&c->calls, &c->jobs, c->options, c->ret_error);
-        if (c->replace_client_bus && c->client_bus) {
-                sd_bus_unref(*c->client_bus);
-                *c->client_bus = sd_bus_ref(c->peer.bus);
-        }
-        c->replace_client_bus = false;
-        c->stopping = false;
-        c->done_at_connect = feed_done(c->feed);
-        return 0;
-}
-
-/* No fhashd to go on with: the run fails with Gone (-ENOTCONN; run.c falls back in-process where the
- * client allows it). FIFOs still waiting were never read: their fds go back to the feed, for the
- * in-process run to read from where they are (nothing answers them when the run fails). */
-static int give_up(Bus *c, const char *why)
-{
-        for (size_t i = 0; i < c->n_parked; i++) {
-                Parked *p = &c->parked[i];
-
-                if (feed_flags(c->feed, p->item))
-                        *feed_flags(c->feed, p->item) &= (uint8_t)~INPUT_PARKED;
-                /* A file under a lease has no fd yet: opened again in-process. */
-                if (p->fd < 0)
-                        continue;
-                (void)epoll_ctl(c->epfd, EPOLL_CTL_DEL, p->fd, NULL);
-                feed_keep_fd(c->feed, p->item, p->fd);
-        }
-        c->n_parked = 0;
-        (void)sd_bus_error_setf(c->ret_error, FHASH_ERROR_GONE, "fhashd went away while hashing and cannot be reached again: %s",
-                                why ?: "no reason given");
-        c->jobs.error = -ENOTCONN;
-        return -ENOTCONN;
-}
-
-/* Connecting again, when its time has come: 1 while it goes on, 0 once connected, or -errno. */
-static int dial_step(Bus *c)
-{
-        _cleanup_free_ char *why = NULL;
-        int r;
-
-        if (!c->dial) {
-                if (now_usec() < c->dial_at)
-                        return 1;
-                r = bus_dial_new(c->target, &c->dial);
-                if (r < 0)
-                        return r;
-        }
-        r = bus_dial_step(c->dial, &why);
-        if (r > 0)
-                return 1;
-        if (r < 0) {
-                epoll_forget(c);
-                c->dial = bus_dial_free(c->dial);
-                c->dial_at = 0;
-                return give_up(c, why);
-        }
-        bus_dial_take(c->dial, &c->peer);
-        c->dial = bus_dial_free(c->dial);
-        c->dial_at = 0;
-        return connected(c);
-}
-
-/* fhashd went away (FHASH_HASH_RESUME): what it had is dropped with its connection and its inputs
- * are sent again to the next fhashd, but for streams it had begun to read. 1, or -errno when the run
- * gives up. */
-static int resume(Bus *c)
-{
-        char why[128];
-
-        c->fruitless = feed_done(c->feed) == c->done_at_connect ? c->fruitless + 1 : 0;
-        c->bytes_before += c->jobs.bytes_finished;
-        c->replace_client_bus = c->client_bus && *c->client_bus == c->peer.bus;
-        c->probe = sd_bus_slot_unref(c->probe);
-        bus_calls_done(&c->calls);
-        bus_jobs_done(&c->jobs);
-        c->jobs = (BusJobs){};
-        epoll_forget(c);
-        /* Closed, not only dropped: whatever jobs another fhashd made for its calls go with it. */
-        sd_bus_close(c->peer.bus);
-        bus_peer_unwatch(&c->peer);
-        c->cur = NULL;
-        c->next = feed_head(c->feed);
-        for (size_t i = c->next, end = feed_pulled(c->feed); i < end; i++) {
-                uint8_t *fl = feed_flags(c->feed, i);
-
-                if (!fl)
-                        continue;
-                if ((*fl & INPUT_SENT) && (*fl & INPUT_STREAM))
-                        feed_answer(c->feed, i,
-                                    &(Outcome){ .status = FHASH_ERROR, .error = -EIO,
-                                                .message = "fhashd went away while it read this stream, which cannot be read again" });
-                else
-                        *fl &= (uint8_t)~(INPUT_IN_FLIGHT | INPUT_SENT | INPUT_HELD);
-        }
-        if (c->fruitless >= RESUME_FRUITLESS_MAX) {
-                (void)snprintf(why, sizeof(why), "it went away %u times in a row before it hashed a file", c->fruitless);
-                return give_up(c, why);
-        }
-        c->dial_at = now_usec() + (c->fruitless > 0 ? RESUME_PAUSE_USEC : 0);
-        return 1;
-}
-
 /* fhashd is not there any more: a resume, the end of a cancelled run, or the run's error. */
 static int gone(Bus *c)
 {
@@ -670,7 +325,7 @@ static int gone(Bus *c)
                 return 0;
         }
         if (c->target)
-                return resume(c);
+                return bus_run_resume(c);
         if (c->jobs.error == 0)
                 c->jobs.error = -ECONNRESET;
         if (!sd_bus_error_is_set(c->ret_error))
@@ -691,7 +346,7 @@ static int wait_fd(Bus *c, uint64_t timeout_usec)
 
         deadline = MIN(deadline, t);
         ms = deadline <= now ? 0 : deadline == UINT64_MAX ? -1 : (int)MIN((deadline - now + 999) / 1000, (uint64_t)INT_MAX);
-        epoll_update(c);
+        bus_run_epoll_update(c);
         r = epoll_wait(c->epfd, ev, (int)ELEMENTSOF(ev), ms);
         return r < 0 ? -errno : r;
 }
@@ -707,13 +362,13 @@ static int step(Bus *c, uint64_t timeout_usec)
         for (;;) {
                 if (c->stop && (c->dial || c->dial_at)) {
                         /* Cancelled while connecting again: nothing is in an fhashd. */
-                        epoll_forget(c);
+                        bus_run_epoll_forget(c);
                         c->dial = bus_dial_free(c->dial);
                         c->dial_at = 0;
                         cancel_all(c);
                 }
                 if (c->dial || c->dial_at) {
-                        r = dial_step(c);
+                        r = bus_run_dial_step(c);
                         if (r < 0)
                                 return r;
                         if (r > 0)
@@ -863,7 +518,7 @@ static int bus_get_fd(void *p)
 {
         Bus *c = p;
 
-        epoll_update(c);
+        bus_run_epoll_update(c);
         return c->epfd;
 }
 
@@ -871,7 +526,7 @@ static int bus_get_events(void *p)
 {
         Bus *c = p;
 
-        epoll_update(c);
+        bus_run_epoll_update(c);
         return POLLIN;
 }
 
