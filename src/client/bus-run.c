@@ -376,7 +376,6 @@ static int step(Bus *c, uint64_t timeout_usec)
                 }
                 if (!c->peer.bus) {
                         /* Cancelled while connecting: answered above. */
-                        r = 0;
                         if (feed_finished(c->feed))
                                 break;
                         goto wait;

@@ -34,9 +34,9 @@ static int cmp_str(const void *a, const void *b)
  * file system without them. */
 static int xattrs_digest(const char *path, char ret[static 65])
 {
-        _cleanup_free_ char *names = NULL;
-        _cleanup_free_ char **sorted = NULL;
-        _cleanup_free_ void *value = NULL;
+        /* Freed by hand at one exit: clang-tidy 14's analyzer does not see through _cleanup_ here. */
+        char *names = NULL, **sorted = NULL;
+        void *value = NULL;
         HashCtx *ctx = NULL;
         size_t n = 0, alloc = 0;
         ssize_t len;
@@ -48,27 +48,36 @@ static int xattrs_digest(const char *path, char ret[static 65])
                 len = llistxattr(path, NULL, 0);
                 if (len < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP))
                         len = 0;
-                if (len < 0)
-                        return -errno;
+                if (len < 0) {
+                        r = -errno;
+                        goto out;
+                }
                 if (len == 0) {
                         strcpy(ret, "-");
-                        return 0;
+                        r = 0;
+                        goto out;
                 }
                 free(names);
                 names = malloc((size_t)len);
-                if (!names)
-                        return -ENOMEM;
+                if (!names) {
+                        r = -ENOMEM;
+                        goto out;
+                }
                 len = llistxattr(path, names, (size_t)len);
                 if (len >= 0)
                         break;
-                if (errno != ERANGE)
-                        return -errno;
+                if (errno != ERANGE) {
+                        r = -errno;
+                        goto out;
+                }
         }
         for (char *p = names; p < names + len; p += strlen(p) + 1)
                 n++;
-        sorted = calloc(n, sizeof(char *));
-        if (!sorted)
-                return -ENOMEM;
+        sorted = calloc(MAX(n, (size_t)1), sizeof(char *));
+        if (!sorted) {
+                r = -ENOMEM;
+                goto out;
+        }
         n = 0;
         for (char *p = names; p < names + len; p += strlen(p) + 1)
                 sorted[n++] = p;
@@ -76,7 +85,7 @@ static int xattrs_digest(const char *path, char ret[static 65])
 
         r = hash_ctx_new(&ctx);
         if (r < 0)
-                return r;
+                goto out;
         r = hash_ctx_init(ctx, HASH_SHA256);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 ssize_t vlen = lgetxattr(path, sorted[i], NULL, 0);
@@ -113,6 +122,10 @@ static int xattrs_digest(const char *path, char ret[static 65])
                 hash_to_hex(d, sizeof(d), ret);
         }
         hash_ctx_free(ctx);
+out:
+        free(value);
+        free(sorted);
+        free(names);
         return r;
 }
 
@@ -411,12 +424,15 @@ int baseline_scan(const char *buf, size_t size, BaselineInfo *ret, unsigned *ret
                 } else if (info.version == 0)
                         continue; /* a plain manifest's comment */
                 else if ((v = header_value(p, len, "attributes", &vlen))) {
-                        _cleanup_free_ char *s = strndup(v, vlen);
+                        char *s = strndup(v, vlen);
                         const char *bad;
+                        int k;
 
                         if (!s)
                                 goto nomem;
-                        if (baseline_attrs_parse_mask(s, &info.mask, &bad) < 0) {
+                        k = baseline_attrs_parse_mask(s, &info.mask, &bad);
+                        free(s);
+                        if (k < 0) {
                                 *ret_why = "an unknown attribute in \"# attributes\"";
                                 goto invalid;
                         }
@@ -498,8 +514,8 @@ static int write_all(FILE *f, unsigned version, HashAlgo algo, unsigned mask, bo
 int baseline_write(const char *path, unsigned version, HashAlgo algo, unsigned mask, bool tagged, bool dot,
                    const BaselineEntry *entries, size_t n)
 {
-        _cleanup_free_ char *tmp = NULL, *dir = NULL;
-        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *tmp = NULL;
+        char *dir;
         struct stat st;
         FILE *f;
         int fd, r;
@@ -536,8 +552,11 @@ int baseline_write(const char *path, unsigned version, HashAlgo algo, unsigned m
         dir = strdup(path);
         if (!dir)
                 return -ENOMEM;
-        dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0 && fsync(dfd) < 0)
-                return -errno;
-        return 0;
+        fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free(dir);
+        if (fd < 0)
+                return 0; /* not a directory we may open: the rename stands as it is */
+        r = fsync(fd) < 0 ? -errno : 0;
+        (void)close(fd);
+        return r;
 }

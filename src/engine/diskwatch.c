@@ -80,8 +80,18 @@ void diskwatch_add(DiskWatch *w, const FileSlot *f)
 static bool io_field(const char *buf, const char *key, uint64_t *ret)
 {
         const char *p = strstr(buf, key);
+        char *end;
+        unsigned long long v;
 
-        return p && sscanf(p + strlen(key), ": %" SCNu64, ret) == 1;
+        if (!p || p[strlen(key)] != ':')
+                return false;
+        p += strlen(key) + 1;
+        errno = 0;
+        v = strtoull(p, &end, 10);
+        if (end == p || errno != 0)
+                return false;
+        *ret = v;
+        return true;
 }
 
 /* Bytes the disks moved (sectors read, written, discarded) minus those this process asked for; under
@@ -102,10 +112,21 @@ static bool foreign_bytes(DiskWatch *w, uint64_t *ret)
                 buf[n] = '\0';
                 /* Documentation/block/stat.rst: reads, merges, sectors, ms; writes ...; in flight,
                  * ...; discards, merges, sectors, ms; flushes, ms. */
-                if (sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-                                " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
-                           &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11],
-                           &v[12], &v[13]) < 7)
+                const char *p = buf;
+                unsigned k;
+
+                for (k = 0; k < 14; k++) {
+                        char *end;
+                        unsigned long long x;
+
+                        errno = 0;
+                        x = strtoull(p, &end, 10);
+                        if (end == p || errno != 0)
+                                break;
+                        v[k] = x;
+                        p = end;
+                }
+                if (k < 7)
                         continue;
                 disks += (v[2] + v[6] + v[13]) * 512;
         }
