@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 # test-debian.sh: debian/ builds fhash, libfhash0, libfhash-dev, python3-fhash, libfhash-glib0,
 # libfhash-glib-dev and gir1.2-fhash-1.0 with "dpkg-buildpackage -b -us -uc" from a copy of the
-# source tree; lintian finds no error; installed they give a working fhashctl, the library, the
-# Python module, the GObject library through introspection and the unit in systemd's directory;
-# purged, they leave nothing behind.
+# source tree, touching nothing in it but debhelper's places ("debian/rules clean" leaves it as it
+# was); lintian --pedantic finds no tag that debian/README.lintian does not explain; fhash and
+# libfhash0 name BLAKE3's source in Static-Built-Using; no maintainer script starts fhashd;
+# installed they give a working fhashctl, the library, the Python module, the GObject library
+# through introspection, the unit in systemd's directory, the README, the examples and the API
+# reference; purged, they leave nothing behind.
 #
 # The packages are installed and purged in a throwaway root, never on this machine: a mount
 # namespace of this script's own (unshare) where an overlay has this machine's / as its lower,
@@ -18,6 +21,8 @@ set -uo pipefail
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
+# This script by its full path: it runs itself again in a mount namespace from another directory.
+self=$(readlink -f "$0")
 pkgs=(gir1.2-fhash-1.0 libfhash-glib-dev libfhash-glib0 python3-fhash libfhash-dev libfhash0 fhash)
 
 # The second stage, in the mount namespace: "test-debian.sh --in-root DIR" where DIR holds the .debs.
@@ -103,7 +108,21 @@ c.hash_async([sys.argv[1]], None, lambda o, r: (box.update(r=o.hash_finish(r)), 
 loop.run()
 print(box["r"][0].get_digest())' "$tmp/f") || fail "the installed typelib and libfhash-glib do not work"
 [ "$got" = "$(sha256sum <"$tmp/f" | cut -d' ' -f1)" ] || fail "libfhash-glib through the typelib gave $got"
-echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf), python3-fhash and libfhash-glib (typelib) work"
+# The documentation and examples: README, the C, Python, PyGObject and GJS examples, and
+# libfhash-glib's API reference (with its search index uncompressed, and found by devhelp).
+for f in /usr/share/doc/fhash/README.md /usr/share/doc/python3-fhash/README.md \
+        /usr/share/doc/libfhash-dev/examples/hash-files.c /usr/share/doc/libfhash-dev/examples/hash-files-async.c \
+        /usr/share/doc/libfhash-dev/examples/hash-files-event.c /usr/share/doc/python3-fhash/examples/hash_files.py \
+        /usr/share/doc/libfhash-glib-dev/examples/hash_files_gi.py /usr/share/doc/libfhash-glib-dev/examples/hash-files.js \
+        /usr/share/doc/fhash-glib/index.html /usr/share/doc/fhash-glib/class.Client.html /usr/share/doc/fhash-glib/index.json \
+        /usr/share/devhelp/books/fhash-glib/fhash-glib.devhelp2 /usr/share/man/man8/fhash-apt-verify.8.gz; do
+        # dh_compress compresses what is over 4 kB.
+        [ -e "$f" ] || [ -e "$f.gz" ] || fail "$f is not installed"
+done
+# The installed C example builds against the installed library.
+cc -Wall -Werror -o "$tmp/hash-files" /usr/share/doc/libfhash-dev/examples/hash-files.c $pkgconf 2>"$tmp/cc.log" ||
+        { cat "$tmp/cc.log"; fail "the installed examples/hash-files.c does not build with pkg-config fhash"; }
+echo "ok: installed: fhashctl, the unit, the bus files, libfhash ($pkgconf), python3-fhash and libfhash-glib (typelib) work; README, examples and the API reference are there"
 
 # Purged: nothing of theirs is left.
 # The packages' files and links (not their directories, which /lib -> usr/lib makes ambiguous).
@@ -118,7 +137,7 @@ ROOT
 fi
 
 src=${FHASH_SOURCE_ROOT:?FHASH_SOURCE_ROOT must point at the source tree}
-for p in dpkg-buildpackage dh lintian dpkg rsync sha256sum unshare chroot /usr/bin/python3; do
+for p in dpkg-buildpackage dh lintian dpkg rsync git sha256sum unshare chroot /usr/bin/python3; do
         command -v "$p" >/dev/null || skip "$p is not installed (scripts/deps.sh installs it)"
 done
 [ "$(id -u)" -eq 0 ] || skip "a mount namespace and an overlay to install the packages into need root"
@@ -126,14 +145,29 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/fhash-deb-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# The tree as it is (committed or not), without build directories, git data or bench data.
+# The tree as it is (committed or not), without build directories, git data or bench data, made a
+# git repository of its own so that what the build leaves in it shows.
 mkdir "$tmp/fhash"
 rsync -a --exclude '/.git' --exclude '/build*' --exclude '/bench/data' --exclude '__pycache__' "$src/" "$tmp/fhash/"
 cd "$tmp/fhash" || fail "no copy"
+git init -q && git add -A && git -c user.name=test -c user.email=test@invalid commit -q -m copy ||
+        fail "cannot make the copy a git repository"
 if ! dpkg-buildpackage -b -us -uc >"$tmp/build.log" 2>&1; then
         tail -40 "$tmp/build.log"
         fail "dpkg-buildpackage failed"
 fi
+# The build writes nowhere in the tree but debhelper's and meson's own places (debian/PACKAGE/,
+# debian/tmp/, debian/files, their logs and substvars, the obj-* build directory), which dpkg-genchanges
+# reads after the build and "debian/rules clean" removes; no file of the tree changes. Then the clean
+# leaves the tree as it was, ignored files included (meson's build directory ignores itself).
+pkgre=$(IFS='|'; echo "${pkgs[*]}" | sed 's/\./\\./g')
+stray=$(git status --porcelain --ignored --untracked-files=normal | grep -Ev \
+        "^(\?\?|!!) (debian/(files|tmp/|\.debhelper/|debhelper-build-stamp|($pkgre)(-dbgsym)?/|($pkgre)\.(substvars|debhelper\.log|[a-z]+\.debhelper))|obj-[^/]*/)$")
+[ -z "$stray" ] || fail "the build changed or left in the tree: $stray"
+dpkg-buildpackage -T clean >"$tmp/clean.log" 2>&1 || { cat "$tmp/clean.log"; fail "debian/rules clean failed"; }
+left=$(git status --porcelain --ignored --untracked-files=all)
+[ -z "$left" ] || fail "the tree is not as it was after the build and debian/rules clean: $left"
+echo "ok: the build touched nothing in the tree outside debhelper's places; clean leaves it as it was"
 cd "$tmp" || fail "no tmp"
 changes=$(ls fhash_*.changes)
 for p in "${pkgs[@]}"; do
@@ -141,17 +175,38 @@ for p in "${pkgs[@]}"; do
 done
 echo "ok: dpkg-buildpackage built $(ls ./*.deb | xargs -n1 basename | tr '\n' ' ')"
 
-# lintian: no error; the warnings kept are listed in debian/README.lintian with why.
-lintian --fail-on error --tag-display-limit 0 "$changes" >"$tmp/lintian.log" 2>&1
+# lintian, pedantic and with the informational and experimental tags: no error, and no tag at all
+# but the ones debian/README.lintian lists with why (the packages' own are explained in their
+# debian/PACKAGE.lintian-overrides, which silence them).
+lintian --pedantic -I -E --fail-on error --tag-display-limit 0 "$changes" >"$tmp/lintian.log" 2>&1
 rc=$?
 cat "$tmp/lintian.log"
 [ $rc -eq 0 ] || fail "lintian reports errors (above)"
-echo "ok: lintian reports no error ($(grep -c '^W:' "$tmp/lintian.log") warnings)"
+unexplained=$(grep -E '^[EWIPXCO]: ' "$tmp/lintian.log" | grep -vxF -f <(grep -E '^[EWIPXCO]: ' "$src/debian/README.lintian"))
+[ -z "$unexplained" ] || fail "lintian tags that debian/README.lintian does not explain: $unexplained"
+echo "ok: lintian --pedantic: no tag but the $(grep -cE '^[EWIPXCO]: ' "$tmp/lintian.log") that debian/README.lintian explains"
+
+# BLAKE3's code, compiled into fhashd, fhashctl and libfhash from librust-blake3-dev, is named with
+# the version of its source the packages were built with.
+blake3=$(dpkg-query -W -f='${source:Package} (= ${source:Version})' librust-blake3-dev) || fail "no librust-blake3-dev"
+for p in fhash libfhash0; do
+        got=$(dpkg-deb -f ./"${p}"_*.deb Static-Built-Using)
+        [ "$got" = "$blake3" ] || fail "$p: Static-Built-Using is '$got', not '$blake3'"
+done
+grep -q '^License: CC0-1.0 or Apache-2.0' "$src/debian/copyright" || fail "debian/copyright has no stanza for BLAKE3"
+echo "ok: fhash and libfhash0 say Static-Built-Using: $blake3"
+
+# fhashd is bus-activated: the maintainer scripts neither start, restart nor stop it.
+mkdir "$tmp/ctrl" && dpkg-deb -e ./fhash_*.deb "$tmp/ctrl" || fail "cannot read fhash's control files"
+starts=$(cat "$tmp/ctrl"/preinst "$tmp/ctrl"/postinst "$tmp/ctrl"/prerm 2>/dev/null |
+        grep -E '(deb-systemd-invoke|systemctl|invoke-rc\.d).*(start|stop|restart)')
+[ -z "$starts" ] || fail "fhash's maintainer scripts start or stop fhashd: $starts"
+echo "ok: fhash's maintainer scripts neither start nor restart fhashd"
 
 # This machine's record of the packages (installed or not, which version), to compare after.
 host_state() { dpkg-query -W -f='${Package} ${Status} ${Version}\n' "${pkgs[@]}" 2>&1; sha256sum /var/lib/dpkg/status | cut -d' ' -f1; }
 before=$(host_state)
-unshare --mount --propagation private -- "$BASH" "$0" --in-root "$tmp"
+unshare --mount --propagation private -- "$BASH" "$self" --in-root "$tmp"
 rc=$?
 after=$(host_state)
 [ "$before" = "$after" ] || fail "this machine's dpkg state changed: before: $before; after: $after"
