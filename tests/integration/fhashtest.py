@@ -293,6 +293,17 @@ def is_asan(pid):
         return "libasan" in f.read()
 
 
+def sanitizer_env(lib):
+    """What an interpreter loading lib (a libfhash.so.0 of this build) needs in its environment: a
+    sanitized library needs its runtime preloaded, first (and no leak check of the interpreter)."""
+    ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
+                if "=>" in line and any(s in line for s in ("libasan", "libubsan", "libtsan"))]
+    if not runtimes:
+        return {}
+    return {"LD_PRELOAD": " ".join(runtimes), "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1"}
+
+
 RSS_SETTLE_S = 5   # fhashd gives memory back (malloc_trim) a second after its last job ended
 
 

@@ -153,7 +153,7 @@ def test_clients(bus, ctl, files):
             "        except fhash.InvalidArgs:\n"
             "            print('refused')\n")
     r = subprocess.run(["/usr/bin/python3", "-c", code, bus.address] + files[:2], capture_output=True, text=True,
-                       env=dict(os.environ, FHASH_LIBRARY=lib, PYTHONPATH=src))
+                       env=dict(os.environ, FHASH_LIBRARY=lib, PYTHONPATH=src, **ft.sanitizer_env(lib)))
     line = " ".join(ft.sha256_file(p) for p in files[:2])
     ft.check(r.returncode == 0 and r.stdout == (f"{line}\n" * 3 + "refused\n") * 2,
              f"python priority=: {r.returncode} {r.stdout} {r.stderr}")
