@@ -148,14 +148,7 @@ print(json.dumps(out))
 
 
 def run_client(address, files, timeout=60):
-    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"), FHASH_LIBRARY=LIB)
-    # A sanitized library needs its runtime preloaded into the interpreter (and no leak check of it).
-    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
-    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
-                if "=>" in line and any(s in line for s in ("libasan", "libubsan", "libtsan"))]
-    if runtimes:
-        env["LD_PRELOAD"] = " ".join(runtimes)
-        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"), FHASH_LIBRARY=LIB, **ft.sanitizer_env(LIB))
     t0 = time.monotonic()
     p = subprocess.run([sys.executable, "-c", CLIENT, address] + files, capture_output=True, text=True, env=env,
                        timeout=timeout)

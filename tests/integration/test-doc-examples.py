@@ -43,12 +43,7 @@ def sha256(data):
 
 def lib_env(env):
     """A sanitizer build's library needs its runtime loaded first in programs not built with it."""
-    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
-    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
-                if "=>" in line and any(s in line for s in ("libasan", "libubsan"))]
-    if runtimes:
-        env = dict(env, LD_PRELOAD=" ".join(runtimes), ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
-    return env
+    return dict(env, **ft.sanitizer_env(LIB))
 
 
 class Ctx:

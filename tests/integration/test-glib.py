@@ -42,13 +42,9 @@ def gi_env():
     library needs its runtime preloaded into the interpreter, leak checks off for the
     interpreter's own allocations."""
     env = dict(os.environ, GI_TYPELIB_PATH=GLIBDIR, LD_LIBRARY_PATH=f"{GLIBDIR}:{LIBDIR}")
-    ldd = subprocess.run(["ldd", os.path.join(GLIBDIR, "libfhash-glib.so.0")], capture_output=True, text=True).stdout
-    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
-                if "=>" in line and any(s in line for s in ("libasan", "libubsan"))]
-    if runtimes:
-        env["LD_PRELOAD"] = " ".join(runtimes)
-        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
-    return env, bool(runtimes)
+    san = ft.sanitizer_env(os.path.join(GLIBDIR, "libfhash-glib.so.0"))
+    env.update(san)
+    return env, bool(san)
 
 
 def sha256sum(files, cwd):

@@ -312,14 +312,7 @@ def lib_env(**kw):
     """The environment for a program that loads this build's library but was not built with it (the
     out-of-tree example, Python): a sanitizer build's library needs its runtime loaded first,
     preloaded, with leak checks off for an interpreter's own allocations."""
-    env = dict(os.environ, **kw)
-    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
-    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
-                if "=>" in line and any(s in line for s in ("libasan", "libubsan"))]
-    if runtimes:
-        env["LD_PRELOAD"] = " ".join(runtimes)
-        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
-    return env
+    return dict(os.environ, **kw, **ft.sanitizer_env(LIB))
 
 
 def python_env():

@@ -41,14 +41,8 @@ EXAMPLE = os.path.join(SRC, "examples", "hash_files.py")
 def lib_env(**kw):
     """As test-libfhash.py's: a sanitizer build's library needs its runtime preloaded into the
     interpreter, with leak checks off for the interpreter's own allocations."""
-    env = dict(os.environ, **kw)
-    ldd = subprocess.run(["ldd", LIB], capture_output=True, text=True).stdout
-    runtimes = [line.split("=>")[1].split()[0] for line in ldd.splitlines()
-                if "=>" in line and any(s in line for s in ("libasan", "libubsan"))]
-    if runtimes:
-        env["LD_PRELOAD"] = " ".join(runtimes)
-        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
-    return env, bool(runtimes)
+    san = ft.sanitizer_env(LIB)
+    return dict(os.environ, **kw, **san), bool(san)
 
 
 def pip_env():
