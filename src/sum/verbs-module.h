@@ -15,5 +15,5 @@
  * module cannot be loaded. */
 int verbs_module_run(int argc, char *argv[]);
 
-/* The name of the module's entry point. */
+/* The name of the module's entry point (src/ctl/verbs-entry.c). */
 #define VERBS_MODULE_ENTRY "fhashctl_verbs_main"

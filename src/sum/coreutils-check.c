@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils-check.c: the coreutils tools' -c: each checksum line parsed as split_3() does, and checked */
+/* coreutils-check.c: the coreutils tools' -c: each checksum line parsed as split_3() does, and checked */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 
 #include <nettle/base64.h>
 
-#include "ctl/sum-coreutils-check.h"
-#include "ctl/sum-coreutils-digest.h"
+#include "sum/coreutils-check.h"
+#include "sum/coreutils-digest.h"
 
 static bool is_blank(char c)
 {

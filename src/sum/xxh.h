@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-xxh.h: fhashctl as xxHash's xxhsum, xxh32sum, xxh64sum, xxh128sum and xxh3sum */
+/* xxh.h: fhashctl as xxHash's xxhsum, xxh32sum, xxh64sum, xxh128sum and xxh3sum */
 #pragma once
 
-#include "ctl/sum-common.h"
+#include "sum/common.h"
 
 typedef enum XxhTool {
         XXH_SUM,     /* xxhsum: XXH64 unless -H says otherwise */

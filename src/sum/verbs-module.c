@@ -8,7 +8,7 @@
 
 #include "basic/macro.h"
 #include "build-config.h"
-#include "ctl/verbs-module.h"
+#include "sum/verbs-module.h"
 
 #define VERBS_MODULE_NAME "fhashctl-verbs.so"
 

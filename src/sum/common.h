@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-common.h: what fhashctl's tool personalities share: the compat mode, whole lines, messages */
+/* common.h: what fhashctl's tool personalities share: the compat mode, whole lines, messages */
 #pragma once
 
 #include <stdbool.h>
@@ -12,8 +12,8 @@
  * Called as one of the checksum tools (a symbolic link of that name, or `fhashctl --as NAME`),
  * fhashctl is that tool: its options, defaults, messages, output stream and exit codes, as its
  * documentation and its upstream tests say, for the newest released version. Each tool family has
- * its own files, its entry point in the one named after it: sum-coreutils*.c (md5sum, sha*sum,
- * b2sum, cksum, sum), sum-b3*.c (b3sum), sum-xxh*.c (xxhsum, xxh32sum, xxh64sum, xxh128sum,
+ * its own files, its entry point in the one named after it: coreutils*.c (md5sum, sha*sum,
+ * b2sum, cksum, sum), b3*.c (b3sum), xxh*.c (xxhsum, xxh32sum, xxh64sum, xxh128sum,
  * xxh3sum), dispatched by personality.c. A personality hashes in the calling thread with plain
  * reads (hash/oneshot.h) and never talks to fhashd, as the tools never do.
  *

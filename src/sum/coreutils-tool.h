@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils-tool.h: what the coreutils personality's files share: a run, cksum's algorithms, messages */
+/* coreutils-tool.h: what the coreutils personality's files share: a run, cksum's algorithms, messages */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctl/sum-common.h"
 #include "hash/hash.h"
 #include "hash/sum.h"
+#include "sum/common.h"
 
 /*
  * What these tools do is what coreutils' src/cksum.c (9.11) and src/digest.c (9.1) do, as their
@@ -19,9 +19,9 @@
  * "plain" build below, which only FHASH_COMPAT=debian12 selects.
  */
 
-/* One file per stage, each including only those below it: sum-coreutils.c (options, help, main),
- * sum-coreutils-check.c (-c: the line parser and digest_check()), sum-coreutils-digest.c (hashing
- * one input, the result line), sum-coreutils-tool.c (this header's). */
+/* One file per stage, each including only those below it: coreutils.c (options, help, main),
+ * coreutils-check.c (-c: the line parser and digest_check()), coreutils-digest.c (hashing
+ * one input, the result line), coreutils-tool.c (this header's). */
 
 typedef enum Build {
         BUILD_CKSUM,   /* cksum; md5sum and sha*sum in 9.11 (legacy mode) */
@@ -65,8 +65,8 @@ extern const CkAlgoInfo cu_algos[_CK_ALGO_MAX];
 
 typedef struct Cu {
         const char *prog;
-        /* A CuTool, which only sum-coreutils.c reads. An int, as in Persona, so that this header
-         * does not include sum-coreutils.h, the header of the file above all the others. */
+        /* A CuTool, which only coreutils.c reads. An int, as in Persona, so that this header
+         * does not include coreutils.h, the header of the file above all the others. */
         int tool;
         Build build;
         bool old;                /* FHASH_COMPAT=debian12: coreutils 9.1 */

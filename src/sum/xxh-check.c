@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-xxh-check.c: xxhsum -c: checksum lines parsed as XSUM_parseLine() parses them, and checked */
+/* xxh-check.c: xxhsum -c: checksum lines parsed as XSUM_parseLine() parses them, and checked */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/sum-xxh-check.h"
 #include "hash/oneshot.h"
+#include "sum/xxh-check.h"
 
 #define XXH_MAX_LINE ((size_t)32 * 1024)
 

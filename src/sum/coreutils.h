@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils.h: fhashctl as coreutils' md5sum, sha*sum, b2sum, cksum and sum */
+/* coreutils.h: fhashctl as coreutils' md5sum, sha*sum, b2sum, cksum and sum */
 #pragma once
 
-#include "ctl/sum-common.h"
+#include "sum/common.h"
 
 typedef enum CuTool {
         CU_MD5SUM,

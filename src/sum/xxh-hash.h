@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-xxh-hash.h: an xxhsum run, xxHash's algorithms, and hashing one input */
+/* xxh-hash.h: an xxhsum run, xxHash's algorithms, and hashing one input */
 #pragma once
 
 #include <stdbool.h>
@@ -7,11 +7,11 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
-#include "ctl/sum-common.h"
 #include "hash/hash.h"
+#include "sum/common.h"
 
-/* The files of xxhsum, each including only those below it: sum-xxh.c (options, usage, main),
- * sum-xxh-check.c (-c), sum-xxh-hash.c (this header's). */
+/* The files of xxhsum, each including only those below it: xxh.c (options, usage, main),
+ * xxh-check.c (-c), xxh-hash.c (this header's). */
 
 typedef enum XxhAlgo {
         XA_32,

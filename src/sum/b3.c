@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-b3.c: fhashctl as BLAKE3's b3sum: its command line as clap reads it, help, main */
+/* b3.c: fhashctl as BLAKE3's b3sum: its command line as clap reads it, help, main */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "build-config.h"
-#include "ctl/sum-b3-check.h"
-#include "ctl/sum-b3-hash.h"
-#include "ctl/sum-b3.h"
+#include "sum/b3-check.h"
+#include "sum/b3-hash.h"
+#include "sum/b3.h"
 
 /*
  * What b3sum/src/main.rs does (1.8.6), as b3sum/tests/cli_tests.rs and src/unit_tests.rs check it.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils-tool.c: cksum's algorithm table, and messages naming files as coreutils quotes them */
+/* coreutils-tool.c: cksum's algorithm table, and messages naming files as coreutils quotes them */
 #include <langinfo.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "basic/quote.h"
-#include "ctl/sum-coreutils-tool.h"
+#include "sum/coreutils-tool.h"
 
 const CkAlgoInfo cu_algos[_CK_ALGO_MAX] = {
         [CK_BSD] = { "bsd", "BSD", 16, true, _HASH_ALGO_INVALID },

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-b3-hash.c: b3sum's hashing of one input, its output line, and names written as Rust writes them */
+/* b3-hash.c: b3sum's hashing of one input, its output line, and names written as Rust writes them */
 #include <string.h>
 #include <unistd.h>
 
 #include "basic/utf8.h"
-#include "ctl/sum-b3-hash.h"
 #include "hash/oneshot.h"
+#include "sum/b3-hash.h"
 
 /* Rust's to_string_lossy(): each maximal invalid UTF-8 sequence becomes U+FFFD. */
 static void add_lossy(Line *l, const char *s)

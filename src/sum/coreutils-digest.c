@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils-digest.c: the coreutils tools' hashing of one input, and its result line */
+/* coreutils-digest.c: the coreutils tools' hashing of one input, and its result line */
 #include <inttypes.h>
 #include <string.h>
 
 #include <nettle/base64.h>
 
-#include "ctl/sum-coreutils-digest.h"
 #include "hash/oneshot.h"
+#include "sum/coreutils-digest.h"
 
 static int feed_sum(const void *data, size_t n, void *userdata)
 {

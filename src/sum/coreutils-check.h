@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils-check.h: the coreutils tools' -c */
+/* coreutils-check.h: the coreutils tools' -c */
 #pragma once
 
-#include "ctl/sum-coreutils-tool.h"
+#include "sum/coreutils-tool.h"
 
 /* Checks every line of one checksum file: true if all is well (coreutils' digest_check()). */
 bool cu_digest_check(Cu *cu, const char *checkfile);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-b3-check.c: b3sum --check: checkfile lines parsed as b3sum 1.8.6 and 1.2.0 parse them */
+/* b3-check.c: b3sum --check: checkfile lines parsed as b3sum 1.8.6 and 1.2.0 parse them */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "basic/utf8.h"
-#include "ctl/sum-b3-check.h"
+#include "sum/b3-check.h"
 
 typedef struct B3Line {
         char *file_string;  /* as in the line, escapes kept (malloc'd) */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-xxh-check.h: xxhsum -c */
+/* xxh-check.h: xxhsum -c */
 #pragma once
 
-#include "ctl/sum-xxh-hash.h"
+#include "sum/xxh-hash.h"
 
 /* One checksum file, as XSUM_checkFile(): true if all is well. */
 bool xxh_check_file(Xxh *x, const char *path);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-b3-check.h: b3sum --check */
+/* b3-check.h: b3sum --check */
 #pragma once
 
-#include "ctl/sum-b3-hash.h"
+#include "sum/b3-hash.h"
 
 /* Checks every line of the checkfile at path, adding those that fail to *failed: 0, or -errno when
  * it cannot be read (-EILSEQ: a line that is not UTF-8), which ends the run with "Error: ...". */

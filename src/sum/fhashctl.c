@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fhashctl.c: main(): one of the checksum tools, or fhashctl's verbs from their module */
-#include "ctl/personality.h"
-#include "ctl/verbs-module.h"
+#include "sum/personality.h"
+#include "sum/verbs-module.h"
 
 int main(int argc, char *argv[])
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils.c: fhashctl as coreutils' md5sum, sha*sum, b2sum, cksum and sum: options, help, main */
+/* coreutils.c: fhashctl as coreutils' md5sum, sha*sum, b2sum, cksum and sum: options, help, main */
 #include <getopt.h>
 #include <inttypes.h>
 #include <locale.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "build-config.h"
-#include "ctl/sum-coreutils-check.h"
-#include "ctl/sum-coreutils-digest.h"
-#include "ctl/sum-coreutils.h"
+#include "sum/coreutils-check.h"
+#include "sum/coreutils-digest.h"
+#include "sum/coreutils.h"
 
 static int try_help(const Cu *cu)
 {

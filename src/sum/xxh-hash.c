@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-xxh-hash.c: xxHash's algorithms as xxhsum names them, and hashing one input into its line */
+/* xxh-hash.c: xxHash's algorithms as xxhsum names them, and hashing one input into its line */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "ctl/sum-xxh-hash.h"
 #include "hash/oneshot.h"
+#include "sum/xxh-hash.h"
 
 const XxhAlgoInfo xxh_algos[_XA_MAX] = {
         [XA_32] = { "XXH32", "XXH32_LE", 4, HASH_XXH32 },

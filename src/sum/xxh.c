@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-xxh.c: fhashctl as xxHash's xxhsum, xxh32sum, xxh64sum, xxh128sum and xxh3sum: options, usage, main */
+/* xxh.c: fhashctl as xxHash's xxhsum, xxh32sum, xxh64sum, xxh128sum and xxh3sum: options, usage, main */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "build-config.h"
-#include "ctl/sum-xxh-check.h"
-#include "ctl/sum-xxh-hash.h"
-#include "ctl/sum-xxh.h"
+#include "sum/xxh-check.h"
+#include "sum/xxh-hash.h"
+#include "sum/xxh.h"
 
 /*
  * What xxHash's cli/xxhsum.c does (0.8.3), as its Makefile's check and test-xxhsum-c and its

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-coreutils-digest.h: the coreutils tools' hashing of one input, and its result line */
+/* coreutils-digest.h: the coreutils tools' hashing of one input, and its result line */
 #pragma once
 
-#include "ctl/sum-coreutils-tool.h"
+#include "sum/coreutils-tool.h"
 
 /* The digest, or the checksum, of one input. */
 typedef struct CuResult {

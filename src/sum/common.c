@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-common.c: what fhashctl's tool personalities share: the compat mode, whole lines, messages */
+/* common.c: what fhashctl's tool personalities share: the compat mode, whole lines, messages */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl/sum-common.h"
+#include "sum/common.h"
 
 PersonaCompat persona_compat(void)
 {

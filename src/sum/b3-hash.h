@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* sum-b3-hash.h: a b3sum run, and its hashing of one input */
+/* b3-hash.h: a b3sum run, and its hashing of one input */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctl/sum-common.h"
 #include "hash/hash.h"
+#include "sum/common.h"
 
-/* The files of b3sum, each including only those below it: sum-b3.c (options, help, main),
- * sum-b3-check.c (--check), sum-b3-hash.c (this header's). */
+/* The files of b3sum, each including only those below it: b3.c (options, help, main),
+ * b3-check.c (--check), b3-hash.c (this header's). */
 
 #define B3_BUF_SIZE ((size_t)128 * 1024)
 #define B3_HASH_LEN ((size_t)32)
