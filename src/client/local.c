@@ -325,7 +325,9 @@ static int local_add(Local *l, size_t i)
                 /* Through a local: the analyzer forgets all of *l when a field's address escapes. */
                 Engine *e = NULL;
 
-                r = engine_new(&(EngineConfig){ .background = l->options->priority == JOB_PRIORITY_BACKGROUND }, &e);
+                r = engine_new(&(EngineConfig){ .background = l->options->priority == JOB_PRIORITY_BACKGROUND,
+                                                .pool_on_demand = true },
+                               &e);
                 if (r < 0)
                         return r;
                 l->e = e;

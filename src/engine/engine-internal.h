@@ -147,11 +147,8 @@ struct Shard {
         size_t small_size;
         unsigned n_small;
         unsigned max_span;            /* slots one read may span: 1 unless the pool allows more */
-        /* Registering pins the pool, so the kernel first faults in and zeroes all of it: 10 MiB a
-         * shard took 0.5-48 ms of every in-process run's start on the bench VM, though 20,000 small
-         * files never touch a pool slot. Where memlock cannot refuse it (so that the mode is known
-         * at start anyway), the small slots are registered at start and the pool proper when a read
-         * first needs it (shard_buf_index()). */
+        /* EngineConfig.pool_on_demand: the small slots are registered at start and the pool proper
+         * when a read first needs it (shard_buf_index()). */
         enum { POOL_REG_WHOLE, POOL_REG_LATER, POOL_REG_FAILED } pool_reg;
 
         /* File slots: max_open for files in turn, as many again for groups under their share when

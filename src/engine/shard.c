@@ -189,7 +189,8 @@ static int io_setup(Shard *s)
         one = pool_iovecs(&s->pool, &iov, &n_iov);
         if (one < 0)
                 return one;
-        if (one && s->n_small > 0 && s->config.io_mode == IO_MODE_AUTO && memlock_unbounded()) {
+        if (one && s->n_small > 0 && s->config.pool_on_demand && s->config.io_mode == IO_MODE_AUTO &&
+            memlock_unbounded()) {
                 /* Entry 0 (the pool proper) empty until shard_buf_index() fills it, entry 1 the small
                  * slots. */
                 struct iovec *two = reallocarray(iov, 2, sizeof(*iov));
