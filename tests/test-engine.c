@@ -64,6 +64,29 @@ static void test_sizes_auto(void **state)
         check_edge_sizes(IO_MODE_AUTO);
 }
 
+/* Pool slots registered with their first read (EngineConfig.pool_on_demand, libfhash's in-process
+ * runs): every size, in small slots and pool slots, with every algorithm; the first read into a
+ * pool slot registers the pool, every read after it uses it. */
+static void test_sizes_pool_on_demand(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-on-demand");
+        char *paths[ELEMENTSOF(edge_sizes)];
+        Engine *e = NULL;
+
+        assert_int_equal(engine_new(&(EngineConfig){ .buffer_size = SLOT, .buffers = 8, .pool_on_demand = true }, &e),
+                         0);
+        print_message("io mode: %s\n", io_mode_to_string(engine_get_io_mode(e)));
+        for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++) {
+                assert_true(asprintf(&paths[i], "%s/size-%" PRIu64, dir, edge_sizes[i]) > 0);
+                assert_int_equal(th_write_random_file(paths[i], edge_sizes[i], (uint32_t)i + 7), 0);
+        }
+        check_paths_all_algos(e, paths, ELEMENTSOF(edge_sizes));
+        for (size_t i = 0; i < ELEMENTSOF(edge_sizes); i++)
+                free(paths[i]);
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 static void test_sizes_uring_plain(void **state)
 {
         check_edge_sizes(IO_MODE_URING);
@@ -573,6 +596,7 @@ int main(void)
                 cmocka_unit_test(test_params),
                 cmocka_unit_test(test_algos),
                 cmocka_unit_test(test_sizes_auto),
+                cmocka_unit_test(test_sizes_pool_on_demand),
                 cmocka_unit_test(test_sizes_uring_plain),
                 cmocka_unit_test(test_sizes_pread),
                 cmocka_unit_test(test_small_buffers),

@@ -285,6 +285,67 @@ static void ring_mode(IoMode mode)
         free(want);
 }
 
+/* A buffer left empty at start and registered when first needed (the engine's pool proper): a
+ * READ_FIXED into it reads the file once it is registered; the other backends say they have no
+ * registered buffers. */
+static void test_ring_register_later(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("io-ring-later"), *path = NULL;
+        _cleanup_close_ int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        uint8_t *want = malloc(100000);
+        IoRing *r = NULL;
+        Pool p;
+        int fd, k;
+
+        assert_non_null(dir);
+        assert_non_null(want);
+        assert_true(asprintf(&path, "%s/f", dir) > 0);
+        assert_int_equal(th_write_random_file(path, 100000, 5), 0);
+        th_fill_random(want, 100000, 5);
+        assert_int_equal(pool_init(&p, 128 * 1024, 1, 4096, 1), 0);
+        struct iovec iov[2] = { {}, { .iov_base = pool_data(&p, 1), .iov_len = 4096 } };
+        struct iovec later = { .iov_base = pool_data(&p, 0), .iov_len = 128 * 1024 };
+
+        k = ioring_new(IO_MODE_URING_REGISTERED, 8, iov, 2, wake, &r);
+        if (k == -ENOSYS || k == -EPERM || k == -EOPNOTSUPP || k == -ENOMEM) {
+                pool_deinit(&p);
+                th_rm_rf(dir);
+                free(want);
+                print_message("registered io_uring buffers are not available here: %s\n", strerror(-k));
+                skip();
+        }
+        assert_int_equal(k, 0);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        /* The registered small buffer reads at once. */
+        ioring_read(r, fd, pool_data(&p, 1), 4096, 0, 1, 0, 1);
+        assert_int_equal(ioring_submit(r, false), 0);
+        assert_int_equal(complete(r, 1), 4096);
+        assert_memory_equal(pool_data(&p, 1), want, 4096);
+        /* The empty entry is refused until it is registered ... */
+        ioring_read(r, fd, pool_data(&p, 0), 128 * 1024, 0, 0, 0, 2);
+        assert_int_equal(ioring_submit(r, false), 0);
+        assert_true(complete(r, 2) < 0);
+        /* ... and reads the whole file once it is. */
+        assert_int_equal(ioring_register_buffer(r, 0, &later), 0);
+        ioring_read(r, fd, pool_data(&p, 0), 128 * 1024, 0, 0, 0, 3);
+        assert_int_equal(ioring_submit(r, false), 0);
+        assert_int_equal(complete(r, 3), 100000);
+        assert_memory_equal(pool_data(&p, 0), want, 100000);
+        ioring_free(r);
+
+        assert_int_equal(ioring_new(IO_MODE_URING, 8, iov, 2, wake, &r), 0);
+        assert_int_equal(ioring_register_buffer(r, 0, &later), -EOPNOTSUPP);
+        ioring_free(r);
+        assert_int_equal(ioring_new(IO_MODE_PREAD, 8, iov, 2, wake, &r), 0);
+        assert_int_equal(ioring_register_buffer(r, 0, &later), -EOPNOTSUPP);
+        ioring_free(r);
+        close(fd);
+        pool_deinit(&p);
+        th_rm_rf(dir);
+        free(want);
+}
+
 static void test_ring_registered(void **state)
 {
         ring_mode(IO_MODE_URING_REGISTERED);
@@ -363,6 +424,7 @@ int main(void)
                 cmocka_unit_test(test_ring_registered),
                 cmocka_unit_test(test_ring_uring),
                 cmocka_unit_test(test_ring_pread),
+                cmocka_unit_test(test_ring_register_later),
                 cmocka_unit_test(test_mapguard),
         };
 

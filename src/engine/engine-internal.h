@@ -147,6 +147,9 @@ struct Shard {
         size_t small_size;
         unsigned n_small;
         unsigned max_span;            /* slots one read may span: 1 unless the pool allows more */
+        /* EngineConfig.pool_on_demand: the small slots are registered at start and the pool proper
+         * when a read first needs it (shard_buf_index()). */
+        enum { POOL_REG_WHOLE, POOL_REG_LATER, POOL_REG_FAILED } pool_reg;
 
         /* File slots: max_open for files in turn, as many again for groups under their share when
          * the first max_open are held (see "Fair share and stalls" in engine.h). */
@@ -290,3 +293,5 @@ void *shard_main(void *arg);
 /* Tells engine_new() that s is ready (result 0) or cannot run. */
 void shard_init_done(Shard *s, int result);
 void shard_wake(Shard *s);
+/* The registered buffer a read into b names, or -1 to read into it unregistered. */
+int shard_buf_index(Shard *s, const Buffer *b);

@@ -88,7 +88,7 @@ Buffer *linked_start(Shard *s, FileSlot *f)
         /* O_CLOEXEC is for fds: the kernel refuses it (EINVAL) on an open into a direct slot. */
         ioring_open_read_close(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job) & ~O_CLOEXEC,
                                slot_index(s, f),
-                               b->data, b->want, s->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1, rwf,
+                               b->data, b->want, shard_buf_index(s, b), rwf,
                                TAG(f, OP_LINK_OPEN), TAG(b, OP_READ), TAG(f, OP_LINK_CLOSE));
         f->ops += 3;
         return b;

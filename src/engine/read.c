@@ -88,8 +88,7 @@ void file_issue_read(Shard *s, FileSlot *f, Buffer *b)
                 len--;
         if (s->config.background)
                 atomic_fetch_add_explicit(&s->disk_ops, 1, memory_order_relaxed);
-        ioring_read(s->ring, f->fd, b->data + b->got, len, off, s->io_mode == IO_MODE_URING_REGISTERED ? b->index : -1,
-                    rwf, TAG(b, OP_READ));
+        ioring_read(s->ring, f->fd, b->data + b->got, len, off, shard_buf_index(s, b), rwf, TAG(b, OP_READ));
         f->ops++;
 }
 

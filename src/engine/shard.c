@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* shard.c: a shard's loop: control, opens, reads, one submission and a batch of completions, then
  * the hashing of what they brought, per turn; sleeping in the ring when there is nothing to do */
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine/engine-internal.h"
@@ -145,6 +148,34 @@ static bool shard_may_exit(Shard *s, uint64_t *deadline)
         return true;
 }
 
+/* Whether RLIMIT_MEMLOCK cannot refuse a registration: unlimited, or CAP_IPC_LOCK in effect. */
+static bool memlock_unbounded(void)
+{
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2] = {};
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY)
+                return true;
+        if (syscall(SYS_capget, &h, d) < 0)
+                return false;
+        return d[CAP_IPC_LOCK / 32].effective & (UINT32_C(1) << (CAP_IPC_LOCK % 32));
+}
+
+int shard_buf_index(Shard *s, const Buffer *b)
+{
+        if (s->io_mode != IO_MODE_URING_REGISTERED)
+                return -1;
+        if (!b->small && s->pool_reg == POOL_REG_LATER) {
+                struct iovec iov = { .iov_base = pool_data(&s->pool, 0),
+                                     .iov_len = (size_t)s->n_buffers * s->buffer_size };
+
+                /* Refused (out of memory), the pool proper is read unregistered, as in IO_MODE_URING. */
+                s->pool_reg = ioring_register_buffer(s->ring, 0, &iov) < 0 ? POOL_REG_FAILED : POOL_REG_WHOLE;
+        }
+        return !b->small && s->pool_reg == POOL_REG_FAILED ? -1 : b->index;
+}
+
 static int io_setup(Shard *s)
 {
         struct iovec *iov;
@@ -158,6 +189,23 @@ static int io_setup(Shard *s)
         one = pool_iovecs(&s->pool, &iov, &n_iov);
         if (one < 0)
                 return one;
+        if (one && s->n_small > 0 && s->config.pool_on_demand && s->config.io_mode == IO_MODE_AUTO &&
+            memlock_unbounded()) {
+                /* Entry 0 (the pool proper) empty until shard_buf_index() fills it, entry 1 the small
+                 * slots. */
+                struct iovec *two = reallocarray(iov, 2, sizeof(*iov));
+
+                if (!two) {
+                        free(iov);
+                        return -ENOMEM;
+                }
+                iov = two;
+                iov[0] = (struct iovec){};
+                iov[1] = (struct iovec){ .iov_base = pool_data(&s->pool, s->n_buffers),
+                                         .iov_len = s->small_size * s->n_small };
+                n_iov = 2;
+                s->pool_reg = POOL_REG_LATER;
+        }
 
         /* Per open file at most 3 non-read operations at once (open+statx, statx+close, cancel), 5 with
          * linked chains (open, read and close, two cancels), plus one read per buffer, plus the wake
@@ -176,7 +224,7 @@ static int io_setup(Shard *s)
         if (s->config.open_mode == ENGINE_OPEN_LINKED)
                 s->linked = ioring_enable_direct(s->ring, s->n_slots) >= 0;
         for (unsigned i = 0; one && i < s->n_buffers + s->n_small; i++)
-                s->bufs[i].index = 0;
+                s->bufs[i].index = s->pool_reg == POOL_REG_LATER && s->bufs[i].small ? 1 : 0;
 
         /* Slots per O_DIRECT read: see direct_setup(). Unregistered and pread reads take any
          * address, so only a pool registered slot by slot keeps one slot per read. */

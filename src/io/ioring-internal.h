@@ -21,6 +21,7 @@ typedef struct IoRingOps {
         void (*cancel_fd)(IoRing *r, int fd, uint64_t tag);
         void (*cancel_tag)(IoRing *r, uint64_t target, uint64_t tag);
         int (*enable_direct)(IoRing *r, unsigned n);
+        int (*register_buffer)(IoRing *r, unsigned index, const struct iovec *iov);
         void (*open_read_close)(IoRing *r, const char *path, int flags, unsigned file_index, void *buf,
                                 size_t len, int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read,
                                 uint64_t tag_close);
@@ -36,7 +37,8 @@ typedef struct IoRingOps {
                 .name = (backend_name), .openat = prefix##_openat, .read = prefix##_read,                  \
                 .fadvise = prefix##_fadvise, .close = prefix##_close, .statx = prefix##_statx,             \
                 .poll = prefix##_poll, .cancel_fd = prefix##_cancel_fd, .cancel_tag = prefix##_cancel_tag, \
-                .enable_direct = prefix##_enable_direct, .open_read_close = prefix##_open_read_close,      \
+                .enable_direct = prefix##_enable_direct, .register_buffer = prefix##_register_buffer,      \
+                .open_read_close = prefix##_open_read_close,                                               \
                 .close_direct = prefix##_close_direct, .submit = prefix##_submit, .reap = prefix##_reap,   \
                 .free = prefix##_free,                                                                     \
         }

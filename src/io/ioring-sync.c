@@ -133,6 +133,11 @@ static int sync_enable_direct(IoRing *r, unsigned n)
         return -EOPNOTSUPP;
 }
 
+static int sync_register_buffer(IoRing *r, unsigned index, const struct iovec *iov)
+{
+        return -EOPNOTSUPP;
+}
+
 /* Unreachable: direct descriptors are never enabled on this backend. */
 static void sync_open_read_close(IoRing *r, const char *path, int flags, unsigned file_index, void *buf, size_t len,
                                  int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read,

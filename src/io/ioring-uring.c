@@ -130,6 +130,17 @@ static int uring_enable_direct(IoRing *r, unsigned n)
         return 0;
 }
 
+static int uring_register_buffer(IoRing *r, unsigned index, const struct iovec *iov)
+{
+        int k;
+
+        if (!URING(r)->registered)
+                return -EOPNOTSUPP;
+        /* An update of one entry of the table ioring_new() registered (5.13+, as empty entries). */
+        k = io_uring_register_buffers_update_tag(&URING(r)->ring, index, iov, &(__u64){ 0 }, 1);
+        return k < 0 ? k : 0;
+}
+
 static void uring_open_read_close(IoRing *r, const char *path, int flags, unsigned file_index, void *buf,
                                   size_t len, int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read,
                                   uint64_t tag_close)

@@ -105,6 +105,11 @@ int ioring_enable_direct(IoRing *r, unsigned n)
         return r->ops->enable_direct(r, n);
 }
 
+int ioring_register_buffer(IoRing *r, unsigned index, const struct iovec *iov)
+{
+        return r->ops->register_buffer(r, index, iov);
+}
+
 void ioring_open_read_close(IoRing *r, const char *path, int flags, unsigned file_index, void *buf, size_t len,
                             int buf_index, int rw_flags, uint64_t tag_open, uint64_t tag_read, uint64_t tag_close)
 {

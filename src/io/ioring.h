@@ -42,9 +42,15 @@ typedef struct IoCompletion {
 
 /* Creates the backend for mode (AUTO tries registered, then plain io_uring, then pread), registering
  * bufs when the mode allows. wake_fd is an eventfd that other threads write to wake the owner.
- * entries bounds the operations in flight. */
+ * entries bounds the operations in flight. An entry of bufs with iov_base NULL and iov_len 0 is left
+ * empty, for ioring_register_buffer() to fill when it is first needed. */
 int ioring_new(IoMode mode, unsigned entries, const struct iovec *bufs, unsigned n_bufs, int wake_fd,
                IoRing **ret);
+/* Registers iov as buffer index, an entry ioring_new() left empty: registering pins (and first
+ * faults in and zeroes) every page, which a buffer that is never read into need not cost. 0;
+ * -EOPNOTSUPP when the ring's buffers are not registered (IO_MODE_URING, IO_MODE_PREAD); or the
+ * kernel's errno (-ENOMEM over RLIMIT_MEMLOCK), after which the buffer is read unregistered. */
+int ioring_register_buffer(IoRing *r, unsigned index, const struct iovec *iov);
 IoRing *ioring_free(IoRing *r);
 IoMode ioring_get_mode(IoRing *r);
 
