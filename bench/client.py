@@ -32,6 +32,24 @@ def program_row(h, name, algo, label, exe, repeat):
                      kind='fhash', rss_kib=r.maxrss_kib, rss_exact=r.rss_exact, user=r.user, sys=r.sys)
 
 
+def engine_process_row(h, name, algo, repeat):
+    """bench-engine timed as fhashctl is: the whole process, exec to exit, the names on its command
+    line, one run of the job per process, best of `repeat`. Its own figure (the job's window alone)
+    leaves out exec, the loader, reading the names and the engine's start and stop, all of which
+    fhashctl's wall time holds: this row is the like-for-like one."""
+    cwd, names = h.data.files(name)
+    argv = engine.engine_argv(h, algo, 1) + names
+    best = None
+    for _ in range(repeat):
+        r = h.measure(argv, cwd=cwd, capture=True)
+        if best is None or r.wall < best[0].wall:
+            best = (r, h.last_other)
+    r, h.last_other = best
+    return h.add_row(name, 'bench-engine (whole process)', algo, 'hot', h.data.nbytes(name), len(names), r.wall,
+                     r.user + r.sys, n=repeat, kind='fhash', rss_kib=r.maxrss_kib, rss_exact=r.rss_exact,
+                     user=r.user, sys=r.sys)
+
+
 def run_client(h):
     name, algo = CLIENT_DATASET, CLIENT_ALGO
     rounds = h.args.repeat or CLIENT_ROUNDS
@@ -44,6 +62,8 @@ def run_client(h):
     for _ in range(rounds):
         # Best of 3 each per round: the engine's runs inside one process, the others as processes.
         got = {'bench-engine (the job)': h.guarded(f'engine {algo}', engine.engine_row, h, name, algo, 'hot', 3),
+               'bench-engine (whole process)': h.guarded(f'engine process {algo}', engine_process_row, h, name,
+                                                         algo, 3),
                'fhashctl hash --local': h.guarded(f'fhashctl --local {algo}', engine.fhashctl_local_row, h, name,
                                                   algo, 'hot', 3)}
         for label, exe in calls:
@@ -59,11 +79,16 @@ def run_client(h):
     e = best.get('bench-engine (the job)')
     if not e:
         return
-    h.say(f'{"":<42}{"files/s":>12}{"÷ engine":>10}{"CPU s/GB":>10}{"other":>7}')
+    ep = best.get('bench-engine (whole process)')
+    h.say(f'{"":<42}{"files/s":>12}{"÷ engine":>10}{"÷ process":>10}{"CPU s/GB":>10}{"other":>7}')
     for label, r in best.items():
         ratio = r['files_per_s'] / e['files_per_s']
+        pratio = r['files_per_s'] / ep['files_per_s'] if ep else None
         if r is not e:
-            r['ratio'] = f'{ratio:.3f}x bench-engine'
-        h.say(f'{label:<42}{r["files_per_s"]:>12,.0f}{ratio:>10.3f}{r["cpu_per_gb"]:>10.3f}'
+            r['ratio'] = f'{ratio:.3f}x bench-engine' + (f', {pratio:.3f}x its process' if pratio else '')
+        h.say(f'{label:<42}{r["files_per_s"]:>12,.0f}{ratio:>10.3f}'
+              f'{"" if pratio is None else format(pratio, ".3f"):>10}{r["cpu_per_gb"]:>10.3f}'
               f'{"" if r["other"] is None else format(r["other"], ".2f"):>7}')
-    h.say(f'# best of {rounds} alternating rounds each; fhashctl ÷ bench-engine is held to >= 0.9   [{uptime()}]')
+    h.say(f'# best of {rounds} alternating rounds each; ÷ engine: to the job\'s own window (no exec, no start or '
+          f'stop of the engine), ÷ process: to bench-engine timed as fhashctl is, exec to exit; fhashctl ÷ '
+          f'bench-engine is held to >= 0.9   [{uptime()}]')
