@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "hash/hash.h"
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/manifest-reader.h"
 #include "test-helpers.h"
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "hash/hash.h"
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 #include "basic/time-util.h"
 #include "ctl/progress.h"

@@ -9,11 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "build-config.h"
+#include "fhash/fhash-dbus.h"
 #include "ctl/args.h"
 #include "ctl/baseline.h"
 #include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 
 const char *const ctl_program = "fhashctl";
@@ -274,6 +275,21 @@ static bool set_flag(Args *a, int opt)
 
 static int parse_params(Args *a);
 
+/* --priority's names: those of the jobs' option "priority" (fhash-dbus.h), fhash_priority's order. */
+static int priority_from_string(const char *s, fhash_priority *ret)
+{
+        static const char *const names[] = { [FHASH_PRIORITY_NORMAL] = FHASH_PRIORITY_NAME_NORMAL,
+                                             [FHASH_PRIORITY_INTERACTIVE] = FHASH_PRIORITY_NAME_INTERACTIVE,
+                                             [FHASH_PRIORITY_BACKGROUND] = FHASH_PRIORITY_NAME_BACKGROUND };
+
+        for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
+                if (streq(names[i], s)) {
+                        *ret = (fhash_priority)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 /* The long options, a line per topic. */
 static const struct option options[] = {
         { "algorithm", required_argument, NULL, 'a' }, { "length", required_argument, NULL, 'l' },
@@ -290,7 +306,8 @@ static const struct option options[] = {
         { "create", no_argument, NULL, ARG_CREATE },
         { "attributes", optional_argument, NULL, ARG_ATTRIBUTES },
         { "local", no_argument, NULL, ARG_LOCAL }, { "daemon", no_argument, NULL, ARG_DAEMON },
-        BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
+        { "system", no_argument, NULL, ARG_SYSTEM }, { "user", no_argument, NULL, ARG_USER },
+        { "address", required_argument, NULL, ARG_ADDRESS },
         { "no-direct", no_argument, NULL, ARG_NO_DIRECT }, { "no-cache", no_argument, NULL, ARG_NO_CACHE },
         { "io", required_argument, NULL, ARG_IO },
         { "priority", required_argument, NULL, ARG_PRIORITY }, { "background", no_argument, NULL, ARG_BACKGROUND },
@@ -309,7 +326,7 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
         a->algo = HASH_SHA256;
         a->algos = HASH_ALGO_SET_ONE(HASH_SHA256);
         a->progress = PROGRESS_AUTO;
-        a->bus_kind = BUS_KIND_SYSTEM;
+        a->bus = FHASH_BUS_SYSTEM;
 
         /* getopt names the program by argv[0] in its messages ("/usr/bin/fhashctl: unrecognized
          * option"), and ours say "Try 'fhashctl --help'": one name for both. */
@@ -360,11 +377,11 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 case ARG_ADDRESS:
                         /* A typo would otherwise be "no bus there" and, without --daemon, a quiet
                          * in-process run that exits 0. */
-                        if (c == ARG_ADDRESS && !bus_address_is_valid(optarg))
+                        if (c == ARG_ADDRESS && !fhash_bus_address_is_valid(optarg))
                                 return bad_usage("--address: \"%s\" is not a D-Bus address (TRANSPORT:KEY=VALUE,..., "
                                                  "e.g. unix:path=/run/dbus/system_bus_socket)", optarg);
                         /* The last of --system, --user and --address counts. */
-                        a->bus_kind = c == ARG_SYSTEM ? BUS_KIND_SYSTEM : c == ARG_USER ? BUS_KIND_USER : BUS_KIND_ADDRESS;
+                        a->bus = c == ARG_SYSTEM ? FHASH_BUS_SYSTEM : c == ARG_USER ? FHASH_BUS_USER : FHASH_BUS_ADDRESS;
                         a->address = c == ARG_ADDRESS ? optarg : NULL;
                         break;
                 case ARG_IO:
@@ -376,13 +393,12 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                         a->io = optarg;
                         break;
                 case ARG_PRIORITY:
-                        a->priority = job_priority_from_string(optarg);
-                        if (a->priority < 0)
+                        if (priority_from_string(optarg, &a->priority) < 0)
                                 return bad_usage("--priority: \"%s\" is not one of normal, interactive, background",
                                                  optarg);
                         break;
                 case ARG_BACKGROUND:
-                        a->priority = JOB_PRIORITY_BACKGROUND;
+                        a->priority = FHASH_PRIORITY_BACKGROUND;
                         break;
                 case ARG_ATTRIBUTES: {
                         const char *bad = NULL;
@@ -439,7 +455,7 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                                                              : a->create  ? "--create"
                                                              : a->journal ? "--journal"
                                                                           : "--attributes");
-        if (a->priority != JOB_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
+        if (a->priority != FHASH_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
             !streq(a->verb, "audit"))
                 return bad_usage("--priority and --background are options of hash, check and audit");
         if (a->algos.n > 1) {

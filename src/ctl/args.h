@@ -5,11 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/progress.h"
 #include "hash/hash.h"
-#include "protocol/bus.h"
-#include "protocol/priority.h"
+#include "fhash/fhash.h"
 
 typedef struct Args {
         const char *verb;
@@ -29,7 +28,7 @@ typedef struct Args {
         char **excludes;
         size_t n_excludes;
         bool local, daemon, no_direct;
-        BusKind bus_kind;
+        fhash_bus bus;                 /* --system, --user, --address */
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
         bool help;                     /* -h, --help: help for the verb, or the global help */
@@ -39,7 +38,7 @@ typedef struct Args {
         bool journal;                  /* audit --journal */
         unsigned attributes;           /* audit --attributes[=LIST] (ctl/baseline.h) */
         const char *io;                /* --io: auto, read, mmap or direct; NULL: auto */
-        JobPriority priority;          /* --priority, --background */
+        fhash_priority priority;       /* --priority, --background */
         char **rest;
         size_t n_rest;
 } Args;

@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/audit-journal.h"
 #include "ctl/audit.h"
 #include "ctl/baseline.h"
 #include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/walk.h"

@@ -11,9 +11,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
-#include "basic/string-table.h"
 #include "ctl/baseline.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 #include "hash/hash.h"
 
@@ -23,7 +22,18 @@ static const char *const attr_table[_BASELINE_ATTR_MAX] = {
         [BASELINE_XATTRS] = "xattrs",
 };
 
-DEFINE_STRING_TABLE_LOOKUP(baseline_attr, BaselineAttr, attr_table, _BASELINE_ATTR_MAX, _BASELINE_ATTR_INVALID)
+const char *baseline_attr_to_string(BaselineAttr a)
+{
+        return (int)a >= 0 && a < _BASELINE_ATTR_MAX ? attr_table[a] : NULL;
+}
+
+BaselineAttr baseline_attr_from_string(const char *s)
+{
+        for (BaselineAttr a = 0; s && a < _BASELINE_ATTR_MAX; a++)
+                if (streq(attr_table[a], s))
+                        return a;
+        return _BASELINE_ATTR_INVALID;
+}
 
 static int cmp_str(const void *a, const void *b)
 {

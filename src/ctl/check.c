@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/check.h"
 #include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/run.h"

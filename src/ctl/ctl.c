@@ -9,17 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/args.h"
 #include "ctl/audit.h"
 #include "ctl/bus-verbs.h"
 #include "ctl/check.h"
 #include "ctl/ctl.h"
 #include "ctl/lineout.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
 #include "ctl/walk.h"
-#include "protocol/bus.h"
 
 typedef struct HashState {
         const Args *args;
@@ -181,6 +180,8 @@ static int verb_bus(Args *a)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        fhash_client_options co = { .bus = a->bus, .address = a->bus == FHASH_BUS_ADDRESS ? a->address : NULL };
+        fhash_error e = {};
         bool needs_job = streq(a->verb, "watch") || streq(a->verb, "cancel");
         Progress progress;
         int r;
@@ -190,11 +191,12 @@ static int verb_bus(Args *a)
         if (needs_job ? a->n_rest != 1 : a->n_rest != 0)
                 return ctl_usage_error("%s: %s", a->verb, needs_job ? "expects one JOB" : "takes no arguments");
 
-        r = bus_open_fhashd(a->bus_kind, a->address, &bus, &error);
+        r = fhash_bus_open(&co, &bus, &e);
         if (r < 0) {
-                _cleanup_free_ char *why = bus_explain_open_error(a->bus_kind, a->address, r, &error);
-
-                ctl_err_unreachable(error.name, why ?: strerror(-r));
+                if (r == -ENOTCONN)
+                        ctl_err_unreachable(&e);
+                else
+                        ctl_err("cannot reach fhashd: %s", e.message);
                 return CTL_EXIT_FAILED;
         }
         if (streq(a->verb, "status"))

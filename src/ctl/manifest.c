@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
 

@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hash/hash.h"
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/mtree.h"
+#include "hash/hash.h"
 
 /*
  * Accepted lines (leading blanks skipped; a trailing '\r' dropped; blank lines and lines starting with

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/mtree.h"
 
 /* The digests fhash checks, in the order it prefers them, with libarchive's short names. */

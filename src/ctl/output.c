@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "basic/macro.h"
 #include "basic/utf8.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 
 /* On a terminal (output_set_terminal()), besides coreutils' three escapes. */

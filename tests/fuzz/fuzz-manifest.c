@@ -7,7 +7,7 @@
 
 #include "fuzz.h"
 #include "hash/hash.h"
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
 
