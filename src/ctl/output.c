@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/quote.h"
 #include "basic/utf8.h"
 #include "ctl/macro.h"
 #include "ctl/output.h"
@@ -15,10 +16,7 @@ void output_set_terminal(bool on)
         escape_controls = on;
 }
 
-/* What quotef() escapes is what a terminal may act on: a C0 control or DEL, a C1 control (U+0080..U+009F),
- * a byte that is not part of valid UTF-8 (0x9b alone is CSI to a terminal that reads 8-bit controls). */
-static bool quote_is_escape(const unsigned char *p, bool utf8, size_t *ret_n);
-
+/* What quotef() escapes is what a terminal may act on (basic/quote.h). */
 static bool is_control(const char *p, size_t *ret_n)
 {
         return quote_is_escape((const unsigned char *)p, true, ret_n);
@@ -119,121 +117,9 @@ int output_write_check_name(FILE *f, const char *name)
         return output_write_name(f, name, escape);
 }
 
-/* True if byte i of name (of length len) must be written as an escape by quotef(); in a locale that
- * is not UTF-8 (utf8 false) every byte past ASCII is one. */
-static bool quote_is_escape(const unsigned char *p, bool utf8, size_t *ret_n)
-{
-        size_t n;
-
-        if (*p < 0x20 || *p == 0x7f || (!utf8 && *p >= 0x80)) {
-                *ret_n = 1;
-                return true;
-        }
-        n = utf8_char_len(p);
-        if (n == 0) {
-                *ret_n = 1;
-                return true;
-        }
-        *ret_n = n;
-        /* C1 controls (U+0080..U+009F) are not printable either. */
-        return n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
-}
-
-static void quote_put_escape(FILE *f, unsigned char c)
-{
-        static const char letters[] = { [7] = 'a', [8] = 'b', [9] = 't', [10] = 'n',
-                                        [11] = 'v', [12] = 'f', [13] = 'r' };
-
-        if (c < sizeof(letters) && letters[c])
-                fprintf(f, "\\%c", letters[c]);
-        else
-                fprintf(f, "\\%03o", (unsigned)c);
-}
-
-static int quote_with(const char *name, bool utf8, char **ret)
-{
-        size_t len = strlen(name), buf_size = 0;
-        bool need = len == 0, has_escape = false, has_squote = false, dq_unsafe = false;
-        _cleanup_free_ char *buf = NULL;
-        FILE *f;
-
-        for (size_t i = 0, n; i < len; i += n) {
-                const unsigned char *p = (const unsigned char *)name + i;
-
-                if (quote_is_escape(p, utf8, &n)) {
-                        has_escape = true;
-                        continue;
-                }
-                if (n > 1)
-                        continue;
-                /* The characters gnulib's shell_escape quoting style treats as special. */
-                if (strchr(" !\"$&'()*:;<=>?[\\^`|", *p) || ((*p == '#' || *p == '~') && i == 0) ||
-                    ((*p == '{' || *p == '}') && len == 1))
-                        need = true;
-                if (*p == '\'')
-                        has_squote = true;
-                if (strchr("!\"$\\`", *p))
-                        dq_unsafe = true;
-        }
-
-        if (!need && !has_escape) {
-                char *s = strdup(name);
-                if (!s)
-                        return -ENOMEM;
-                *ret = s;
-                return 0;
-        }
-
-        f = open_memstream(&buf, &buf_size);
-        if (!f)
-                return -ENOMEM;
-
-        if (has_squote && !has_escape && !dq_unsafe)
-                fprintf(f, "\"%s\"", name);
-        else {
-                /* Inside '...' everything is literal; an escape closes it and continues in $'...',
-                 * which a later plain character closes again with '' before going on. */
-                bool in_dollar = false;
-
-                putc('\'', f);
-                for (size_t i = 0, n; i < len; i += n) {
-                        const unsigned char *p = (const unsigned char *)name + i;
-
-                        if (quote_is_escape(p, utf8, &n)) {
-                                if (!in_dollar)
-                                        fputs("'$'", f);
-                                in_dollar = true;
-                                for (size_t k = 0; k < n; k++)
-                                        quote_put_escape(f, p[k]);
-                                continue;
-                        }
-                        if (*p == '\'') {
-                                fputs("'\\''", f);
-                                in_dollar = false;
-                                continue;
-                        }
-                        if (in_dollar)
-                                fputs("''", f);
-                        in_dollar = false;
-                        fwrite(p, 1, n, f);
-                }
-                putc('\'', f);
-        }
-
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 int output_quote(const char *name, char **ret)
 {
-        return quote_with(name, true, ret);
-}
-
-int output_quote_locale(const char *name, bool utf8, char **ret)
-{
-        return quote_with(name, utf8, ret);
+        return quote_name(name, true, ret);
 }
 
 int output_write_json_string(FILE *f, const char *s)

@@ -47,13 +47,10 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
  * holds a newline, and printed '\r' raw). */
 int output_write_check_name(FILE *f, const char *name);
 
-/* Quotes a name for a diagnostic the way coreutils' quotef() does in a UTF-8 locale: unchanged when
- * it is shell-safe, else '...' (or "..." when only a single quote needs it), control characters and
- * bytes that are not UTF-8 as $'\n' / $'\377'. */
+/* Quotes a name for a diagnostic the way coreutils' quotef() does in a UTF-8 locale (basic/quote.h):
+ * unchanged when it is shell-safe, else '...' (or "..." when only a single quote needs it), control
+ * characters and bytes that are not UTF-8 as $'\n' / $'\377'. */
 int output_quote(const char *name, char **ret);
-/* The same for a locale that is UTF-8 or not: in the C locale quotef() escapes every byte past ASCII
- * ($'\303\251'), as coreutils does there. */
-int output_quote_locale(const char *name, bool utf8, char **ret);
 
 /* Writes s as a JSON string (with the quotes). Valid UTF-8 is kept, control characters are escaped,
  * and every byte that is not part of valid UTF-8 becomes a lone surrogate "\udcXX" (XX = the byte),

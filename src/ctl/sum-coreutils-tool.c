@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/output.h"
+#include "basic/quote.h"
 #include "ctl/sum-coreutils-tool.h"
 
 const CkAlgoInfo cu_algos[_CK_ALGO_MAX] = {
@@ -40,7 +40,7 @@ static bool locale_utf8(void)
 
 int cu_quotef(const char *name, char **ret)
 {
-        return output_quote_locale(name, locale_utf8(), ret);
+        return quote_name(name, locale_utf8(), ret);
 }
 
 void cu_add_quoted(Line *l, const char *name)
