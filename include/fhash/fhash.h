@@ -347,8 +347,8 @@ const char *const *fhash_algorithms(void);
 #define FHASH_DIGEST_MAX 64        /**< bytes: the longest digest of one algorithm (length_bits 512 at most) */
 #define FHASH_KEY_SIZE 32          /**< bytes of fhash_hash_options.key */
 #define FHASH_ALGORITHMS_MAX 4     /**< the most names fhash_hash_options.algorithm joins with ',' */
-#define FHASH_BLOCK_SIZE_MIN 1024  /**< fhash_hash_options.block_size's smallest (fs-verity) */
-#define FHASH_BLOCK_SIZE_MAX 65536 /**< and its largest */
+#define FHASH_BLOCK_SIZE_MIN 1024u /**< fhash_hash_options.block_size's smallest (fs-verity) */
+#define FHASH_BLOCK_SIZE_MAX 65536u /**< and its largest */
 
 /** fhash_algorithm_features(): what fhash_hash_options may set for an algorithm, and how its lines
  * look. */

@@ -5,15 +5,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ctl/algo.h"
 #include "ctl/macro.h"
 #include "ctl/progress.h"
-#include "hash/hash.h"
 #include "fhash/fhash.h"
+
+/* --length, --keyed, --derive-key and --block-size, as fhash_hash_options takes them. */
+typedef struct CtlParams {
+        uint32_t out_len;              /* digest bytes; 0: the default */
+        bool keyed;                    /* key holds a BLAKE3 key */
+        uint8_t key[FHASH_KEY_SIZE];
+        const char *context;           /* --derive-key's context, or NULL */
+        uint32_t block_size;           /* fs-verity's block size; 0: 4 KiB */
+} CtlParams;
 
 typedef struct Args {
         const char *verb;
-        HashAlgo algo;                 /* algos' first */
-        HashAlgoSet algos;             /* -a sha256,blake3: several in one read (hash only) */
+        const char *algo;                 /* algos' first */
+        AlgoSet algos;             /* -a sha256,blake3: several in one read (hash only) */
         bool algo_set;
         bool recursive, tag, zero, json, follow, one_file_system;
         bool check, binary, no_names;  /* hash -c (check), -b (" *name"), --no-names (hex only) */
@@ -22,7 +31,7 @@ typedef struct Args {
         const char *length, *derive_key;
         const char *block_size;  /* --block-size BYTES: fsverity's */
         bool keyed;
-        HashParams params;             /* from those; the key wiped before exit */
+        CtlParams params;              /* from those; the key wiped before exit */
         bool has_params;
         ProgressMode progress;
         char **excludes;

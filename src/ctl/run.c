@@ -96,11 +96,11 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
                          (a->no_direct ? FHASH_CLIENT_NO_DIRECT : 0),
                 .busy_notice = say_busy,
         };
-        char names[HASH_SET_NAMES_MAX];
+        char names[ALGO_SET_NAMES_MAX];
         Progress progress;
         CtlRun run = { .fn = fn, .userdata = userdata, .progress = &progress };
         fhash_hash_options ho = {
-                .algorithm = hash_algo_set_format(&a->algos, names, sizeof(names)),
+                .algorithm = algo_set_format(&a->algos, names, sizeof(names)),
                 .flags = (a->no_cache ? FHASH_HASH_DONTCACHE : 0) | FHASH_HASH_RESUME,
                 .strategy = a->io,
                 .priority = a->priority,
