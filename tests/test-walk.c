@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "test-helpers.h"
 #include "ctl/walk.h"
 

@@ -28,6 +28,12 @@
 /* Never sent by fhashd: libfhash's name for no fhashd to reach where no bus answered (fhash.h). */
 #define FHASH_ERROR_NOT_REACHABLE FHASH_ERROR_PREFIX "NotReachable"
 
+/* The values of a job's option "priority" and of its Priority property, those of fhash_priority
+ * (fhash.h) in its order: FHASH_PRIORITY_NORMAL is "normal", and so on. */
+#define FHASH_PRIORITY_NAME_NORMAL "normal"
+#define FHASH_PRIORITY_NAME_INTERACTIVE "interactive"
+#define FHASH_PRIORITY_NAME_BACKGROUND "background"
+
 /* The system bus lets a message carry at most 16 fds. */
 #define FHASH_MAX_FDS_PER_CALL 16
 /* The longest name (option "names") a caller may give an input, in bytes: a path's length. */

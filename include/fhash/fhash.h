@@ -94,6 +94,24 @@ typedef struct fhash_client fhash_client;
 int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error);
 /** Closes the connection. NULL is allowed. Returns NULL. */
 fhash_client *fhash_client_free(fhash_client *c);
+/** libsystemd's bus connection (sd-bus(3)), declared here so that this header needs no other. */
+typedef struct sd_bus sd_bus;
+/** A connection to the bus options name (NULL: the system bus) on which fhashd answers, reached as
+ * fhash_client_new() reaches it (activated where it is activatable): for a program's own calls to
+ * fhashd's D-Bus API (fhash-dbus.h), as fhashctl's jobs, watch, cancel and status make them. The
+ * caller owns *ret (sd_bus_flush_close_unref()). 0, or -errno with error filled in: -ENOTCONN when
+ * fhashd cannot be reached, with error as fhash_client_new() gives it with FHASH_CLIENT_NO_FALLBACK;
+ * -EINVAL for bad options, FHASH_CLIENT_LOCAL among them. Since LIBFHASH_0.2. */
+int fhash_bus_open(const fhash_client_options *options, sd_bus **ret, fhash_error *error);
+/** 1 when address is a D-Bus address a client can connect to (TRANSPORT:KEY=VALUE,...; what
+ * fhash_client_options.address must be), else 0: for a program to refuse a typo before it tries.
+ * Since LIBFHASH_0.2. */
+int fhash_bus_address_is_valid(const char *address);
+/** 1 when error says that a bus answered and nothing on it is or starts fhashd (its name is the
+ * bus's: ServiceUnknown, NameHasNoOwner, a D-Bus activation that found no service ...): the user
+ * should install or start fhashd, where any other -ENOTCONN means no bus was there to ask. Else 0.
+ * Since LIBFHASH_0.2. */
+int fhash_error_is_no_daemon(const fhash_error *error);
 /** 1 when the client hashes through fhashd, 0 when in this process. */
 int fhash_client_uses_daemon(const fhash_client *c);
 /** Why the client hashes in this process although it was not told to (FHASH_CLIENT_LOCAL): what
@@ -325,6 +343,50 @@ fhash_run *fhash_run_free(fhash_run *r);
 
 /** The algorithm names, in the order of fhashd's Algorithms property: a static NULL-terminated array. */
 const char *const *fhash_algorithms(void);
+
+#define FHASH_DIGEST_MAX 64        /**< bytes: the longest digest of one algorithm (length_bits 512 at most) */
+#define FHASH_KEY_SIZE 32          /**< bytes of fhash_hash_options.key */
+#define FHASH_ALGORITHMS_MAX 4     /**< the most names fhash_hash_options.algorithm joins with ',' */
+#define FHASH_BLOCK_SIZE_MIN 1024u /**< fhash_hash_options.block_size's smallest (fs-verity) */
+#define FHASH_BLOCK_SIZE_MAX 65536u /**< and its largest */
+
+/** fhash_algorithm_features(): what fhash_hash_options may set for an algorithm, and how its lines
+ * look. */
+enum {
+        FHASH_ALGORITHM_LENGTH = 1u << 0,      /**< length_bits (blake2b, blake2s, blake3; b2sum -l) */
+        FHASH_ALGORITHM_KEY = 1u << 1,         /**< key (blake3; b3sum --keyed) */
+        FHASH_ALGORITHM_DERIVE_KEY = 1u << 2,  /**< derive_key (blake3; b3sum --derive-key) */
+        FHASH_ALGORITHM_BLOCK_SIZE = 1u << 3,  /**< block_size (fsverity, fsverity-sha512) */
+        /** Its BSD tag goes on every checksum line, also where the others' lines have none: xxh3 (an
+         * untagged line of 16 hex digits is xxh64 to every reader, xxhsum -c among them) and crc32c
+         * (8 digits read as xxh32). */
+        FHASH_ALGORITHM_ALWAYS_TAGGED = 1u << 4,
+};
+
+/** The digest's size in bytes for one algorithm name (fhash_algorithms()) with length_bits (0: its
+ * default; 256 for blake2b is b2sum -l 256): what fhash_result.digest holds in hex, 2 digits a byte.
+ * 0 for an unknown name, or a length the algorithm does not take (not a multiple of 8, above
+ * fhash_algorithm_digest_max(), or any length of a fixed-size algorithm). Since LIBFHASH_0.2. */
+size_t fhash_algorithm_digest_size(const char *name, unsigned length_bits);
+/** The longest digest in bytes length_bits may ask of it (64 for blake2b and blake3, 32 for
+ * blake2s); the fixed size of an algorithm without FHASH_ALGORITHM_LENGTH; 0 for an unknown name.
+ * Since LIBFHASH_0.2. */
+size_t fhash_algorithm_digest_max(const char *name);
+/** FHASH_ALGORITHM_* for one algorithm name; 0 for most, and for an unknown name. Since
+ * LIBFHASH_0.2. */
+unsigned fhash_algorithm_features(const char *name);
+/** The tag of its BSD-style checksum lines ("SHA256 (name) = hex"), as the reference tools write it:
+ * coreutils' "SHA256", "MD5", "BLAKE2b" ("BLAKE2b-256" for length_bits 256, as b2sum -l 256 --tag),
+ * xxhsum's "XXH64", "XXH3", rhash's "SHA3-256", "BLAKE3", ... Written into buf of n bytes (32 are
+ * always enough); returns buf, or NULL for an unknown name, a length it does not take, or a buf
+ * too small. Since LIBFHASH_0.2. */
+const char *fhash_algorithm_tag(const char *name, unsigned length_bits, char *buf, size_t n);
+/** The reverse, over the n bytes at tag (not NUL-terminated): the algorithm's name (a string of
+ * fhash_algorithms()), with *ret_length_bits the length the tag says ("BLAKE2b-256": 256) or 0 for
+ * the default (ret_length_bits may be NULL; set only on success). Takes fhash_algorithm_tag()'s tags,
+ * the names themselves, and "SHA2-256" and the like, which coreutils >= 9.8 writes; NULL for
+ * anything else. Since LIBFHASH_0.2. */
+const char *fhash_algorithm_from_tag(const char *tag, size_t n, unsigned *ret_length_bits);
 /** "0.1.0". */
 const char *fhash_version(void);
 /** The size of one of this header's structs as the library was built ("fhash_result", "fhash_input",

@@ -18,24 +18,54 @@
 #include "hash/hash.h"
 #include "protocol/bus.h"
 
-_public_ int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error)
-{
-        _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
-        fhash_client_options o = options ? *options : (fhash_client_options){ .bus = FHASH_BUS_SYSTEM };
-        static const BusKind kinds[] = { [FHASH_BUS_SYSTEM] = BUS_KIND_SYSTEM, [FHASH_BUS_USER] = BUS_KIND_USER,
-                                         [FHASH_BUS_ADDRESS] = BUS_KIND_ADDRESS };
-        fhash_client *c;
-        int r;
+static const BusKind kinds[] = { [FHASH_BUS_SYSTEM] = BUS_KIND_SYSTEM, [FHASH_BUS_USER] = BUS_KIND_USER,
+                                 [FHASH_BUS_ADDRESS] = BUS_KIND_ADDRESS };
 
-        if (!ret || (unsigned)o.bus >= ELEMENTSOF(kinds) || (o.bus == FHASH_BUS_ADDRESS) != !!o.address ||
+/* options (NULL: the defaults) into *ret, checked as fhash_client_new() and fhash_bus_open() want them:
+ * 0, or -EINVAL with error filled in. */
+static int client_options_check(const char *func, const fhash_client_options *options, fhash_client_options *ret,
+                                 fhash_error *error)
+{
+        fhash_client_options o = options ? *options : (fhash_client_options){ .bus = FHASH_BUS_SYSTEM };
+
+        if ((unsigned)o.bus >= ELEMENTSOF(kinds) || (o.bus == FHASH_BUS_ADDRESS) != !!o.address ||
             (o.flags & FHASH_CLIENT_LOCAL && o.flags & FHASH_CLIENT_NO_FALLBACK))
-                return fhash_set_error(error, -EINVAL, NULL, "fhash_client_new: invalid options");
+                return fhash_set_error(error, -EINVAL, NULL, "%s: invalid options", func);
         for (size_t i = 0; i < ELEMENTSOF(o.reserved); i++)
                 if (o.reserved[i] != 0)
                         return fhash_set_error(error, -EINVAL, NULL,
                                                "fhash_client_options: reserved fields must be zero (a newer header?)");
         if (o.bus == FHASH_BUS_ADDRESS && !bus_address_is_valid(o.address))
                 return fhash_set_error(error, -EINVAL, NULL, "\"%s\" is not a D-Bus address", o.address);
+        *ret = o;
+        return 0;
+}
+
+/* fhashd could not be reached on o's bus (r, and be where the bus answered): -ENOTCONN, with the bus's
+ * own error name where it answered (ServiceUnknown: nothing there is fhashd), ours where there was no
+ * bus to ask, and why in words. */
+static int unreachable_error(const fhash_client_options *o, int r, const sd_bus_error *be, fhash_error *error)
+{
+        _cleanup_free_ char *why = bus_explain_open_error(kinds[o->bus], o->address, r, be);
+
+        if (!why)
+                return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
+        return fhash_set_error(error, -ENOTCONN, bus_error_has_name(be) ? be->name : FHASH_ERROR_NOT_REACHABLE,
+                               "cannot reach fhashd: %s", why);
+}
+
+_public_ int fhash_client_new(const fhash_client_options *options, fhash_client **ret, fhash_error *error)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
+        fhash_client_options o = {};
+        fhash_client *c;
+        int r;
+
+        if (!ret)
+                return fhash_set_error(error, -EINVAL, NULL, "fhash_client_new: invalid options");
+        r = client_options_check("fhash_client_new", options, &o, error);
+        if (r < 0)
+                return r;
         c = calloc(1, sizeof(*c));
         if (!c)
                 return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
@@ -55,23 +85,15 @@ _public_ int fhash_client_new(const fhash_client_options *options, fhash_client 
                 if (r < 0) {
                         /* Which bus, where, and what was wrong: "No medium found" alone told nobody
                          * that there is no session bus. */
-                        char *why = bus_explain_open_error(kinds[o.bus], o.address, r, &be);
-
-                        if (!why) {
+                        if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
+                                fhash_client_free(c);
+                                return unreachable_error(&o, r, &be, error);
+                        }
+                        c->fallback_reason = bus_explain_open_error(kinds[o.bus], o.address, r, &be);
+                        if (!c->fallback_reason) {
                                 fhash_client_free(c);
                                 return fhash_set_error(error, -ENOMEM, NULL, "out of memory");
                         }
-                        if (o.flags & FHASH_CLIENT_NO_FALLBACK) {
-                                fhash_client_free(c);
-                                /* The bus's own error name where it answered (ServiceUnknown: nothing
-                                 * there is fhashd), ours where there was no bus to ask. */
-                                r = fhash_set_error(error, -ENOTCONN,
-                                                    bus_error_has_name(&be) ? be.name : FHASH_ERROR_NOT_REACHABLE,
-                                                    "cannot reach fhashd: %s", why);
-                                free(why);
-                                return r;
-                        }
-                        c->fallback_reason = why;
                 }
                 if (r >= 0 && !(o.flags & FHASH_CLIENT_NO_DIRECT))
                         (void)bus_open_direct(&c->bus);
@@ -89,6 +111,37 @@ _public_ fhash_client *fhash_client_free(fhash_client *c)
                 free(c);
         }
         return NULL;
+}
+
+_public_ int fhash_bus_open(const fhash_client_options *options, sd_bus **ret, fhash_error *error)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error be = SD_BUS_ERROR_NULL;
+        fhash_client_options o = {};
+        int r;
+
+        if (!ret)
+                return fhash_set_error(error, -EINVAL, NULL, "fhash_bus_open: invalid options");
+        r = client_options_check("fhash_bus_open", options, &o, error);
+        if (r < 0)
+                return r;
+        if (o.flags & FHASH_CLIENT_LOCAL)
+                return fhash_set_error(error, -EINVAL, NULL, "fhash_bus_open: FHASH_CLIENT_LOCAL has no bus");
+        /* The bus itself, never the direct connection: fhashd's Manager answers a caller by its bus
+         * credentials, and the caller may want other names on the bus too. */
+        r = bus_open_fhashd(kinds[o.bus], o.address, ret, &be);
+        if (r < 0)
+                return unreachable_error(&o, r, &be, error);
+        return 0;
+}
+
+_public_ int fhash_bus_address_is_valid(const char *address)
+{
+        return address && bus_address_is_valid(address);
+}
+
+_public_ int fhash_error_is_no_daemon(const fhash_error *error)
+{
+        return error && error->error < 0 && bus_error_is_no_fhashd(error->name);
 }
 
 _public_ int fhash_client_uses_daemon(const fhash_client *c)

@@ -9,11 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "build-config.h"
+#include "fhash/fhash-dbus.h"
 #include "ctl/args.h"
 #include "ctl/baseline.h"
 #include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 
 const char *const ctl_program = "fhashctl";
@@ -274,6 +275,21 @@ static bool set_flag(Args *a, int opt)
 
 static int parse_params(Args *a);
 
+/* --priority's names: those of the jobs' option "priority" (fhash-dbus.h), fhash_priority's order. */
+static int priority_from_string(const char *s, fhash_priority *ret)
+{
+        static const char *const names[] = { [FHASH_PRIORITY_NORMAL] = FHASH_PRIORITY_NAME_NORMAL,
+                                             [FHASH_PRIORITY_INTERACTIVE] = FHASH_PRIORITY_NAME_INTERACTIVE,
+                                             [FHASH_PRIORITY_BACKGROUND] = FHASH_PRIORITY_NAME_BACKGROUND };
+
+        for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
+                if (streq(names[i], s)) {
+                        *ret = (fhash_priority)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 /* The long options, a line per topic. */
 static const struct option options[] = {
         { "algorithm", required_argument, NULL, 'a' }, { "length", required_argument, NULL, 'l' },
@@ -290,7 +306,8 @@ static const struct option options[] = {
         { "create", no_argument, NULL, ARG_CREATE },
         { "attributes", optional_argument, NULL, ARG_ATTRIBUTES },
         { "local", no_argument, NULL, ARG_LOCAL }, { "daemon", no_argument, NULL, ARG_DAEMON },
-        BUS_KIND_OPTIONS(ARG_SYSTEM, ARG_USER, ARG_ADDRESS),
+        { "system", no_argument, NULL, ARG_SYSTEM }, { "user", no_argument, NULL, ARG_USER },
+        { "address", required_argument, NULL, ARG_ADDRESS },
         { "no-direct", no_argument, NULL, ARG_NO_DIRECT }, { "no-cache", no_argument, NULL, ARG_NO_CACHE },
         { "io", required_argument, NULL, ARG_IO },
         { "priority", required_argument, NULL, ARG_PRIORITY }, { "background", no_argument, NULL, ARG_BACKGROUND },
@@ -306,10 +323,10 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
 {
         int c;
 
-        a->algo = HASH_SHA256;
-        a->algos = HASH_ALGO_SET_ONE(HASH_SHA256);
+        a->algo = algo_from_string("sha256");
+        a->algos = ALGO_SET_ONE(a->algo);
         a->progress = PROGRESS_AUTO;
-        a->bus_kind = BUS_KIND_SYSTEM;
+        a->bus = FHASH_BUS_SYSTEM;
 
         /* getopt names the program by argv[0] in its messages ("/usr/bin/fhashctl: unrecognized
          * option"), and ours say "Try 'fhashctl --help'": one name for both. */
@@ -320,16 +337,16 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                         continue;
                 switch (c) {
                 case 'a': {
-                        int k = hash_algo_set_parse(optarg, &a->algos);
+                        int k = algo_set_parse(optarg, &a->algos);
 
                         if (k == -E2BIG)
-                                return bad_usage("-a: at most %d algorithms in one read, not '%s'", HASH_SET_MAX,
+                                return bad_usage("-a: at most %d algorithms in one read, not '%s'", FHASH_ALGORITHMS_MAX,
                                                    optarg);
                         if (k == -ENOTUNIQ)
                                 return bad_usage("-a: '%s' names an algorithm twice", optarg);
                         if (k < 0)
                                 return bad_usage("unknown algorithm '%s' (valid: %s; several: -a %s)", optarg,
-                                                   hash_algo_list(), "sha256,blake3");
+                                                   algo_list(), "sha256,blake3");
                         a->algo = a->algos.algos[0];
                         a->algo_set = true;
                         break;
@@ -360,11 +377,11 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                 case ARG_ADDRESS:
                         /* A typo would otherwise be "no bus there" and, without --daemon, a quiet
                          * in-process run that exits 0. */
-                        if (c == ARG_ADDRESS && !bus_address_is_valid(optarg))
+                        if (c == ARG_ADDRESS && !fhash_bus_address_is_valid(optarg))
                                 return bad_usage("--address: \"%s\" is not a D-Bus address (TRANSPORT:KEY=VALUE,..., "
                                                  "e.g. unix:path=/run/dbus/system_bus_socket)", optarg);
                         /* The last of --system, --user and --address counts. */
-                        a->bus_kind = c == ARG_SYSTEM ? BUS_KIND_SYSTEM : c == ARG_USER ? BUS_KIND_USER : BUS_KIND_ADDRESS;
+                        a->bus = c == ARG_SYSTEM ? FHASH_BUS_SYSTEM : c == ARG_USER ? FHASH_BUS_USER : FHASH_BUS_ADDRESS;
                         a->address = c == ARG_ADDRESS ? optarg : NULL;
                         break;
                 case ARG_IO:
@@ -376,13 +393,12 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                         a->io = optarg;
                         break;
                 case ARG_PRIORITY:
-                        a->priority = job_priority_from_string(optarg);
-                        if (a->priority < 0)
+                        if (priority_from_string(optarg, &a->priority) < 0)
                                 return bad_usage("--priority: \"%s\" is not one of normal, interactive, background",
                                                  optarg);
                         break;
                 case ARG_BACKGROUND:
-                        a->priority = JOB_PRIORITY_BACKGROUND;
+                        a->priority = FHASH_PRIORITY_BACKGROUND;
                         break;
                 case ARG_ATTRIBUTES: {
                         const char *bad = NULL;
@@ -439,7 +455,7 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
                                                              : a->create  ? "--create"
                                                              : a->journal ? "--journal"
                                                                           : "--attributes");
-        if (a->priority != JOB_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
+        if (a->priority != FHASH_PRIORITY_NORMAL && !streq(a->verb, "hash") && !streq(a->verb, "check") &&
             !streq(a->verb, "audit"))
                 return bad_usage("--priority and --background are options of hash, check and audit");
         if (a->algos.n > 1) {
@@ -457,11 +473,11 @@ int ctl_parse_args(int argc, char *argv[], Args *a)
         return 1;
 }
 
-/* A key of exactly HASH_KEY_SIZE bytes on standard input, as b3sum --keyed reads it: 0, or -EIO
+/* A key of exactly FHASH_KEY_SIZE bytes on standard input, as b3sum --keyed reads it: 0, or -EIO
  * after saying why. */
-static int read_key(uint8_t key[static HASH_KEY_SIZE])
+static int read_key(uint8_t key[static FHASH_KEY_SIZE])
 {
-        uint8_t buf[HASH_KEY_SIZE + 1];
+        uint8_t buf[FHASH_KEY_SIZE + 1];
         size_t n = 0;
 
         while (n < sizeof(buf)) {
@@ -478,21 +494,39 @@ static int read_key(uint8_t key[static HASH_KEY_SIZE])
                         break;
                 n += (size_t)k;
         }
-        if (n != HASH_KEY_SIZE) {
+        if (n != FHASH_KEY_SIZE) {
                 explicit_bzero(buf, sizeof(buf));
-                ctl_err("--keyed: expected %d key bytes on standard input, found %s%zu", HASH_KEY_SIZE,
-                    n > HASH_KEY_SIZE ? "more than " : "", MIN(n, (size_t)HASH_KEY_SIZE));
+                ctl_err("--keyed: expected %d key bytes on standard input, found %s%zu", FHASH_KEY_SIZE,
+                    n > FHASH_KEY_SIZE ? "more than " : "", MIN(n, (size_t)FHASH_KEY_SIZE));
                 return -EIO;
         }
-        memcpy(key, buf, HASH_KEY_SIZE);
+        memcpy(key, buf, FHASH_KEY_SIZE);
         explicit_bzero(buf, sizeof(buf));
+        return 0;
+}
+
+/* Whether algo takes p, as libfhash would refuse it (fhash_hash_options), checked here so that the
+ * error names the option: 0, -EOPNOTSUPP (an option algo does not take), -ERANGE (a length past its
+ * longest), -EINVAL (a key and a context, which b3sum refuses too). */
+static int params_check(const char *algo, const CtlParams *p)
+{
+        unsigned takes = fhash_algorithm_features(algo);
+
+        if ((p->out_len && !(takes & FHASH_ALGORITHM_LENGTH)) || (p->keyed && !(takes & FHASH_ALGORITHM_KEY)) ||
+            (p->context && !(takes & FHASH_ALGORITHM_DERIVE_KEY)) ||
+            (p->block_size && !(takes & FHASH_ALGORITHM_BLOCK_SIZE)))
+                return -EOPNOTSUPP;
+        if (p->out_len && fhash_algorithm_digest_size(algo, p->out_len * 8) == 0)
+                return -ERANGE;
+        if (p->keyed && p->context)
+                return -EINVAL;
         return 0;
 }
 
 /* --length, --keyed, --derive-key into a->params, checked against -a. Returns 1 to go on. */
 static int parse_params(Args *a)
 {
-        HashParams *p = &a->params;
+        CtlParams *p = &a->params;
         int r;
 
         bool check = streq(a->verb, "check");
@@ -510,10 +544,10 @@ static int parse_params(Args *a)
                 errno = 0;
                 bits = strtoul(a->length, &end, 10);
                 if (errno != 0 || !end || *end || end == a->length || a->length[0] == '-' || bits % 8 != 0 ||
-                    bits > (unsigned long)HASH_DIGEST_MAX * 8)
+                    bits > (unsigned long)FHASH_DIGEST_MAX * 8)
                         return bad_usage("--length: '%s' is not a number of bits that is a multiple of 8 "
                                            "(at most %d; b3sum's --length N bytes is --length %s)",
-                                           a->length, HASH_DIGEST_MAX * 8, "8N");
+                                           a->length, FHASH_DIGEST_MAX * 8, "8N");
                 p->out_len = (uint32_t)(bits / 8); /* 0: the default, as b2sum -l 0 */
         }
         if (a->block_size) {
@@ -523,9 +557,9 @@ static int parse_params(Args *a)
                 errno = 0;
                 bytes = strtoul(a->block_size, &end, 10);
                 if (errno != 0 || !end || *end || end == a->block_size || a->block_size[0] == '-' ||
-                    bytes < HASH_BLOCK_SIZE_MIN || bytes > HASH_BLOCK_SIZE_MAX || (bytes & (bytes - 1)) != 0)
+                    bytes < FHASH_BLOCK_SIZE_MIN || bytes > FHASH_BLOCK_SIZE_MAX || (bytes & (bytes - 1)) != 0)
                         return bad_usage("--block-size: '%s' is not a power of two from %u to %u bytes", a->block_size,
-                                         HASH_BLOCK_SIZE_MIN, HASH_BLOCK_SIZE_MAX);
+                                         FHASH_BLOCK_SIZE_MIN, FHASH_BLOCK_SIZE_MAX);
                 p->block_size = (uint32_t)bytes;
         }
         if (a->derive_key)
@@ -534,20 +568,20 @@ static int parse_params(Args *a)
         /* check -l without -a: the lines' own algorithms, those that take a length held to it. */
         if (check && !a->algo_set)
                 return 1;
-        r = hash_params_check(a->algo, p);
+        r = params_check(a->algo, p);
         if (r == -EOPNOTSUPP)
                 return bad_usage("%s takes no %s (--length: blake2b, blake2s, blake3; --keyed, --derive-key: blake3; "
                                  "--block-size: fsverity, fsverity-sha512)",
-                                   hash_algo_to_string(a->algo),
-                                   p->out_len && !(hash_algo_params(a->algo) & HASH_PARAM_LENGTH) ? "--length"
-                                   : p->keyed && !(hash_algo_params(a->algo) & HASH_PARAM_KEY) ? "--keyed"
-                                   : p->block_size && !(hash_algo_params(a->algo) & HASH_PARAM_BLOCK_SIZE)
+                                   a->algo,
+                                   p->out_len && !(fhash_algorithm_features(a->algo) & FHASH_ALGORITHM_LENGTH) ? "--length"
+                                   : p->keyed && !(fhash_algorithm_features(a->algo) & FHASH_ALGORITHM_KEY) ? "--keyed"
+                                   : p->block_size && !(fhash_algorithm_features(a->algo) & FHASH_ALGORITHM_BLOCK_SIZE)
                                            ? "--block-size"
                                    : p->context ? "--derive-key"
                                                 : "--length");
         if (r == -ERANGE)
-                return bad_usage("--length: %s digests are at most %zu bits", hash_algo_to_string(a->algo),
-                                   hash_algo_digest_max(a->algo) * 8);
+                return bad_usage("--length: %s digests are at most %zu bits", a->algo,
+                                   fhash_algorithm_digest_max(a->algo) * 8);
         if (r < 0)
                 return bad_usage("--keyed and --derive-key exclude each other");
         if (a->keyed) {

@@ -5,16 +5,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "basic/macro.h"
+#include "ctl/algo.h"
+#include "ctl/macro.h"
 #include "ctl/progress.h"
-#include "hash/hash.h"
-#include "protocol/bus.h"
-#include "protocol/priority.h"
+#include "fhash/fhash.h"
+
+/* --length, --keyed, --derive-key and --block-size, as fhash_hash_options takes them. */
+typedef struct CtlParams {
+        uint32_t out_len;              /* digest bytes; 0: the default */
+        bool keyed;                    /* key holds a BLAKE3 key */
+        uint8_t key[FHASH_KEY_SIZE];
+        const char *context;           /* --derive-key's context, or NULL */
+        uint32_t block_size;           /* fs-verity's block size; 0: 4 KiB */
+} CtlParams;
 
 typedef struct Args {
         const char *verb;
-        HashAlgo algo;                 /* algos' first */
-        HashAlgoSet algos;             /* -a sha256,blake3: several in one read (hash only) */
+        const char *algo;                 /* algos' first */
+        AlgoSet algos;             /* -a sha256,blake3: several in one read (hash only) */
         bool algo_set;
         bool recursive, tag, zero, json, follow, one_file_system;
         bool check, binary, no_names;  /* hash -c (check), -b (" *name"), --no-names (hex only) */
@@ -23,13 +31,13 @@ typedef struct Args {
         const char *length, *derive_key;
         const char *block_size;  /* --block-size BYTES: fsverity's */
         bool keyed;
-        HashParams params;             /* from those; the key wiped before exit */
+        CtlParams params;              /* from those; the key wiped before exit */
         bool has_params;
         ProgressMode progress;
         char **excludes;
         size_t n_excludes;
         bool local, daemon, no_direct;
-        BusKind bus_kind;
+        fhash_bus bus;                 /* --system, --user, --address */
         const char *address;
         bool quiet, status, strict, ignore_missing, warn;
         bool help;                     /* -h, --help: help for the verb, or the global help */
@@ -39,7 +47,7 @@ typedef struct Args {
         bool journal;                  /* audit --journal */
         unsigned attributes;           /* audit --attributes[=LIST] (ctl/baseline.h) */
         const char *io;                /* --io: auto, read, mmap or direct; NULL: auto */
-        JobPriority priority;          /* --priority, --background */
+        fhash_priority priority;       /* --priority, --background */
         char **rest;
         size_t n_rest;
 } Args;

@@ -8,8 +8,8 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
-#include "basic/macro.h"
 #include "ctl/audit-journal.h"
+#include "ctl/macro.h"
 
 static const struct {
         const char *status, *id;

@@ -2,6 +2,7 @@
 /* audit-journal.h: an audit's findings as structured journal entries, one MESSAGE_ID per kind */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*

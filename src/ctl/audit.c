@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/audit-journal.h"
 #include "ctl/audit.h"
 #include "ctl/baseline.h"
 #include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/walk.h"
@@ -30,14 +30,14 @@ typedef struct Listed {
 /* A file found in dir: kept for --update, and for the decision on new files after the walk. */
 typedef struct Found {
         char *name;
-        char hex[HASH_HEX_MAX];
+        char hex[ALGO_HEX_MAX];
         BaselineAttrs attrs;  /* as found (mask 0: not collected) */
         bool listed;
 } Found;
 
 typedef struct Audit {
         const AuditOptions *o;
-        HashAlgo algo;
+        const char *algo;
         Listed *listed;
         Listed **by_name;  /* sorted by name */
         size_t n_listed;
@@ -105,7 +105,7 @@ static void print_line(const Audit *au, const char *name, const char *status, co
         if (o->json) {
                 fputs("{\"name\":", stdout);
                 (void)output_write_json_string(stdout, name);
-                printf(",\"status\":\"%s\",\"algorithm\":\"%s\"", status, hash_algo_to_string(au->algo));
+                printf(",\"status\":\"%s\",\"algorithm\":\"%s\"", status, au->algo);
                 printf(",\"digest\":%s%s%s", hex ? "\"" : "", hex ?: "null", hex ? "\"" : "");
                 printf(",\"expected\":%s%s%s", expected ? "\"" : "", expected ?: "null", expected ? "\"" : "");
                 if (from) {
@@ -178,7 +178,7 @@ static int audit_next(void *userdata, fhash_input *ret)
                                 a->mask = 0; /* gone or unreadable: its result says so */
                 }
                 *ret = (fhash_input){ .path = e.path, .fd = -1, .name = name, .error = e.error, .skip = e.note,
-                                      .algorithm = hash_algo_to_string(au->algo), .userdata = a };
+                                      .algorithm = au->algo, .userdata = a };
                 return 1;
         }
 }
@@ -366,7 +366,7 @@ static int audit_load(Audit *au, const char *manifest, const char *q, Manifest *
         if (m->n_entries == 0 && m->n_bad == 0 && (o->update || o->create) &&
             (au->info.version == 0 || au->info.has_end)) {
                 au->create = true;
-                au->algo = o->algo >= 0 ? o->algo : HASH_SHA256;
+                au->algo = o->algo ?: algo_from_string("sha256");
         } else if (m->n_entries == 0) {
                 warn("%s: no properly formatted checksum lines found%s", q,
                      o->update || o->create ? "" : " (--update or --create makes a baseline of an empty or missing one)");
@@ -384,10 +384,10 @@ static int audit_load(Audit *au, const char *manifest, const char *q, Manifest *
         if (!au->create)
                 au->algo = m->entries[0].algo;
         for (size_t i = 1; i < m->n_entries; i++)
-                if (m->entries[i].algo != au->algo) {
+                if (!algo_is(m->entries[i].algo, au->algo)) {
                         warn("%s: line %u is %s, line %u %s: an audit compares digests of one algorithm", q,
-                             m->entries[0].line, hash_algo_to_string(au->algo), m->entries[i].line,
-                             hash_algo_to_string(m->entries[i].algo));
+                             m->entries[0].line, au->algo, m->entries[i].line,
+                             m->entries[i].algo);
                         return CTL_EXIT_FAILED;
                 }
         au->collect = au->info.mask | o->attributes;
@@ -403,7 +403,7 @@ int audit_run(const char *manifest, const char *dir, const AuditOptions *o)
         _cleanup_free_ char *buf = NULL, *q = NULL;
         char *args[] = { (char *)dir };
         const WalkOptions wo = { .recursive = true };
-        Audit au = { .o = o, .algo = _HASH_ALGO_INVALID, .manifest = manifest, .dir = dir };
+        Audit au = { .o = o, .algo = NULL, .manifest = manifest, .dir = dir };
         struct stat st;
         bool dot = false, tagged = false;
         int r, ret = CTL_EXIT_FAILED;

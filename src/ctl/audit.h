@@ -4,8 +4,8 @@
 
 #include <stdbool.h>
 
+#include "ctl/algo.h"
 #include "fhash/fhash.h"
-#include "hash/algo.h"
 
 /* Hashes a source's inputs (in-process or through fhashd, as the command line says), fn getting each
  * result; returns 0 or -errno after saying why: -ECONNABORTED when the run stopped part-way. */
@@ -13,7 +13,7 @@ typedef int (*AuditRunFn)(fhash_source_fn next, void *source_userdata, fhash_res
                           void *ctx);
 
 typedef struct AuditOptions {
-        HashAlgo algo;       /* -a: the algorithm of untagged lines; _HASH_ALGO_INVALID: as check reads them */
+        const char *algo;       /* -a: the algorithm of untagged lines; NULL: as check reads them */
         bool json;           /* one object per file, then a summary object */
         bool quiet;          /* no "NAME: ok" lines */
         bool status;         /* no lines at all: the exit code says it */

@@ -5,17 +5,16 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
-#include "basic/string-table.h"
 #include "ctl/baseline.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
-#include "hash/hash.h"
 
 static const char *const attr_table[_BASELINE_ATTR_MAX] = {
         [BASELINE_MODE] = "mode",   [BASELINE_UID] = "uid",     [BASELINE_GID] = "gid",
@@ -23,7 +22,18 @@ static const char *const attr_table[_BASELINE_ATTR_MAX] = {
         [BASELINE_XATTRS] = "xattrs",
 };
 
-DEFINE_STRING_TABLE_LOOKUP(baseline_attr, BaselineAttr, attr_table, _BASELINE_ATTR_MAX, _BASELINE_ATTR_INVALID)
+const char *baseline_attr_to_string(BaselineAttr a)
+{
+        return (int)a >= 0 && a < _BASELINE_ATTR_MAX ? attr_table[a] : NULL;
+}
+
+BaselineAttr baseline_attr_from_string(const char *s)
+{
+        for (BaselineAttr a = 0; s && a < _BASELINE_ATTR_MAX; a++)
+                if (streq(attr_table[a], s))
+                        return a;
+        return _BASELINE_ATTR_INVALID;
+}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -37,7 +47,7 @@ static int xattrs_digest(const char *path, char ret[static 65])
         /* Freed by hand at one exit: clang-tidy 14's analyzer does not see through _cleanup_ here. */
         char *names = NULL, **sorted = NULL;
         void *value = NULL;
-        HashCtx *ctx = NULL;
+        EVP_MD_CTX *ctx = NULL;
         size_t n = 0, alloc = 0;
         ssize_t len;
         uint8_t d[32];
@@ -83,10 +93,12 @@ static int xattrs_digest(const char *path, char ret[static 65])
                 sorted[n++] = p;
         qsort(sorted, n, sizeof(char *), cmp_str);
 
-        r = hash_ctx_new(&ctx);
-        if (r < 0)
-                goto out;
-        r = hash_ctx_init(ctx, HASH_SHA256);
+        /* libcrypto's SHA-256, which libfhash has loaded already: the verbs hash nothing themselves
+         * but this, a few bytes per file. */
+        ctx = EVP_MD_CTX_new();
+        r = ctx ? 0 : -ENOMEM;
+        if (r >= 0 && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+                r = -EIO;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 ssize_t vlen = lgetxattr(path, sorted[i], NULL, 0);
                 uint8_t le[8];
@@ -113,15 +125,15 @@ static int xattrs_digest(const char *path, char ret[static 65])
                 }
                 for (int b = 0; b < 8; b++)
                         le[b] = (uint8_t)((uint64_t)vlen >> (8 * b));
-                (void)hash_ctx_update(ctx, sorted[i], strlen(sorted[i]) + 1);
-                (void)hash_ctx_update(ctx, le, sizeof(le));
-                (void)hash_ctx_update(ctx, value, (size_t)vlen);
+                if (EVP_DigestUpdate(ctx, sorted[i], strlen(sorted[i]) + 1) != 1 ||
+                    EVP_DigestUpdate(ctx, le, sizeof(le)) != 1 || EVP_DigestUpdate(ctx, value, (size_t)vlen) != 1)
+                        r = -EIO;
         }
-        if (r >= 0) {
-                (void)hash_ctx_final(ctx, d);
-                hash_to_hex(d, sizeof(d), ret);
-        }
-        hash_ctx_free(ctx);
+        if (r >= 0 && EVP_DigestFinal_ex(ctx, d, NULL) != 1)
+                r = -EIO;
+        if (r >= 0)
+                hex_from_bytes(d, sizeof(d), ret);
+        EVP_MD_CTX_free(ctx);
 out:
         free(value);
         free(sorted);
@@ -235,10 +247,10 @@ int baseline_attrs_parse(const char *s, size_t len, BaselineAttrs *ret)
                 case BASELINE_XATTRS:
                         ok = vn == 1 || vn == 64;
                         if (ok) {
-                                /* hash_from_hex() wants the digits NUL-terminated. */
+                                /* hex_to_bytes() wants the digits NUL-terminated. */
                                 memcpy(a.xattrs, val, vn);
                                 a.xattrs[vn] = '\0';
-                                ok = vn == 1 ? val[0] == '-' : hash_from_hex(a.xattrs, (uint8_t[32]){}, 32) >= 0;
+                                ok = vn == 1 ? val[0] == '-' : hex_to_bytes(a.xattrs, (uint8_t[32]){}, 32) >= 0;
                         }
                         break;
                 default:
@@ -482,14 +494,14 @@ void baseline_info_done(BaselineInfo *info)
         *info = (BaselineInfo){};
 }
 
-static int write_all(FILE *f, unsigned version, HashAlgo algo, unsigned mask, bool tagged, bool dot,
+static int write_all(FILE *f, unsigned version, const char *algo, unsigned mask, bool tagged, bool dot,
                      const BaselineEntry *entries, size_t n)
 {
         char list[128];
         int r = 0;
 
         if (version > 0) {
-                fprintf(f, BASELINE_MAGIC "%u\n# algorithm %s\n# attributes %s\n", version, hash_algo_to_string(algo),
+                fprintf(f, BASELINE_MAGIC "%u\n# algorithm %s\n# attributes %s\n", version, algo,
                         baseline_attrs_format_mask(mask, list, sizeof(list)));
         }
         for (size_t i = 0; r >= 0 && i < n; i++) {
@@ -511,7 +523,7 @@ static int write_all(FILE *f, unsigned version, HashAlgo algo, unsigned mask, bo
         return r;
 }
 
-int baseline_write(const char *path, unsigned version, HashAlgo algo, unsigned mask, bool tagged, bool dot,
+int baseline_write(const char *path, unsigned version, const char *algo, unsigned mask, bool tagged, bool dot,
                    const BaselineEntry *entries, size_t n)
 {
         _cleanup_free_ char *tmp = NULL;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "hash/algo.h"
+#include "ctl/algo.h"
 
 /*
  * Format, version 1 (fhash-audit(8), "BASELINE FORMAT"). Every line that is not a
@@ -110,5 +110,5 @@ typedef struct BaselineEntry {
  * removed. With version 0 it writes a plain checksum file (tagged or not, names with "./" or not, as
  * the manifest it replaces had them). 0 or -errno.
  */
-int baseline_write(const char *path, unsigned version, HashAlgo algo, unsigned mask, bool tagged, bool dot,
+int baseline_write(const char *path, unsigned version, const char *algo, unsigned mask, bool tagged, bool dot,
                    const BaselineEntry *entries, size_t n);

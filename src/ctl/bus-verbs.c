@@ -7,20 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/macro.h"
 #include "ctl/args.h"
 #include "ctl/bus-verbs.h"
+#include "ctl/macro.h"
 #include "fhash/fhash-dbus.h"
-#include "protocol/bus.h"
 
-void ctl_err_unreachable(const char *error_name, const char *why)
+void ctl_err_unreachable(const fhash_error *e)
 {
+        const char *why = e->message;
         /* libfhash's messages say "cannot reach fhashd" themselves; sd-bus's do not. */
         const char *prefix = strncmp(why, "cannot reach fhashd: ", 21) == 0 ? "" : "cannot reach fhashd: ";
 
         /* What to do next, for the two ways it fails: the bus answered and nothing there is fhashd,
          * or there was no bus to ask. */
-        if (bus_error_is_no_fhashd(error_name))
+        if (fhash_error_is_no_daemon(e))
                 ctl_err("%s%s; install fhash so that the bus starts fhashd on demand, or start fhashd on that bus "
                         "(see fhashd(8)); --local hashes without it", prefix, why);
         else

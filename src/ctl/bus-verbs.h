@@ -6,10 +6,11 @@
 #include <systemd/sd-bus.h>
 
 #include "ctl/progress.h"
+#include "fhash/fhash.h"
 
-/* "cannot reach fhashd: WHY; what to do next" on stderr, the next step chosen by the D-Bus error
- * (error_name: NULL or the bus's answer): nothing that is fhashd on that bus, or no bus. */
-void ctl_err_unreachable(const char *error_name, const char *why);
+/* "cannot reach fhashd: WHY; what to do next" on stderr for libfhash's -ENOTCONN, the next step
+ * chosen by its error: nothing that is fhashd on that bus (fhash_error_is_no_daemon()), or no bus. */
+void ctl_err_unreachable(const fhash_error *e);
 /* Why VERB of JOB failed, in words for a person: no such job, not a job, not yours. */
 void ctl_err_job(const char *verb, const char *job, int r, const sd_bus_error *error);
 

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/check.h"
 #include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
@@ -42,7 +42,7 @@ typedef struct CheckManifest {
         int read_error;        /* -errno opening or reading it */
         size_t n_entries;      /* properly formatted lines */
         size_t n_bad;          /* improperly formatted lines */
-        HashAlgo first_algo;   /* the first entry's algorithm, and whether every entry is */
+        const char *first_algo;   /* the first entry's algorithm, and whether every entry is */
         bool one_algo;         /* untagged and of it (for hint_other_algorithms()) */
         size_t n_items;        /* entries checked (not left out by --ignore-missing) */
         size_t n_undigested;   /* mtree files without a digest fhash checks: type, size, mode only */
@@ -95,20 +95,23 @@ static void hint_other_algorithms(const CheckManifest *cm)
 {
         char list[256] = "";
         size_t l = 0;
-        HashAlgo used = cm->first_algo;
+        const char *used = cm->first_algo;
 
         if (cm->n_entries == 0 || !cm->one_algo)
                 return;
-        for (HashAlgo x = 0; x < _HASH_ALGO_MAX; x++)
-                if (x != used && hash_algo_digest_size(x) == hash_algo_digest_size(used)) {
+        for (const char *const *all = fhash_algorithms(); *all; all++) {
+                const char *x = *all;
+
+                if (!algo_is(x, used) && algo_digest_size(x) == algo_digest_size(used)) {
                         int k = snprintf(list + l, sizeof(list) - l, "%s-a %s", l > 0 ? " or " : "",
-                                         hash_algo_to_string(x));
+                                         x);
                         if (k < 0 || (size_t)k >= sizeof(list) - l)
                                 break;
                         l += (size_t)k;
                 }
+        }
         if (l > 0)
-                ctl_err("%s: no line matched as %s; if another tool wrote it, try %s", cm->q, hash_algo_to_string(used),
+                ctl_err("%s: no line matched as %s; if another tool wrote it, try %s", cm->q, used,
                     list);
 }
 
@@ -122,7 +125,7 @@ static int check_load(CheckState *s, CheckManifest *cm)
         if (output_quote(streq(cm->sumfile, "-") ? "standard input" : cm->sumfile, &cm->q) < 0)
                 return -ENOMEM;
         r = manifest_reader_new(cm->sumfile,
-                                &(ManifestParseOptions){ .algo = a->algo_set ? a->algo : _HASH_ALGO_INVALID,
+                                &(ManifestParseOptions){ .algo = a->algo_set ? a->algo : NULL,
                                                          .hint = manifest_algo_from_filename(cm->sumfile),
                                                          .length = a->params.out_len,
                                                          .zero = a->zero },
@@ -194,9 +197,9 @@ static int check_mtree_entry(CheckState *s, CheckManifest *cm, fhash_input *ret)
                 verdict = VERDICT_MODE;
         else if (m->type == MTREE_LINK && m->link && !link_is(e->name, m->link))
                 verdict = VERDICT_LINK;
-        else if (m->type == MTREE_FILE && e->algo >= 0) {
+        else if (m->type == MTREE_FILE && e->algo) {
                 *ret = (fhash_input){ .path = e->name, .name = e->name, .fd = -1, .expected = e->hex,
-                                      .algorithm = e->algo != a->algo ? hash_algo_to_string(e->algo) : NULL };
+                                      .algorithm = !algo_is(e->algo, a->algo) ? e->algo : NULL };
                 return 1;
         } else if (m->type == MTREE_FILE) {
                 cm->n_undigested++;
@@ -239,7 +242,7 @@ static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
                 if (cm->n_entries++ == 0) {
                         cm->first_algo = e->algo;
                         cm->one_algo = !e->tagged;
-                } else if (e->tagged || e->algo != cm->first_algo)
+                } else if (e->tagged || !algo_is(e->algo, cm->first_algo))
                         cm->one_algo = false;
                 if (e->is_mtree) {
                         r = check_mtree_entry(s, cm, ret);
@@ -254,7 +257,7 @@ static int check_next_line(CheckState *s, CheckManifest *cm, fhash_input *ret)
                 /* xxhsum's "stdin" entry: what it hashed was standard input. */
                 *ret = (fhash_input){ .path = e->from_stdin ? "-" : e->name, .name = e->name, .fd = -1,
                                       .expected = e->hex,
-                                      .algorithm = e->algo != a->algo ? hash_algo_to_string(e->algo) : NULL,
+                                      .algorithm = !algo_is(e->algo, a->algo) ? e->algo : NULL,
                                       .length_bits = e->out_len * 8 };
                 return 1;
         }
@@ -390,10 +393,12 @@ static void check_marker(CheckState *s, const fhash_result *r)
                 return;
         if (r->userdata == CHECK_BEGIN)
                 s->ok = s->mismatched = s->unreadable = s->missing = s->differ = 0;
-        else if (r->userdata == CHECK_BAD)
+        else if (r->userdata == CHECK_BAD) {
+                char tag[32];
+
                 ctl_err("%s: %s: improperly formatted %s%schecksum line", cm->q, r->name,
-                    a->algo_set ? hash_algo_tag(a->algo) : "", a->algo_set ? " " : "");
-        else {
+                    a->algo_set ? fhash_algorithm_tag(a->algo, 0, tag, sizeof(tag)) : "", a->algo_set ? " " : "");
+        } else {
                 check_end(s, cm);
                 cm->rd = manifest_reader_free(cm->rd);
                 cm->q = mfree(cm->q);

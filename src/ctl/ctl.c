@@ -9,17 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/args.h"
 #include "ctl/audit.h"
 #include "ctl/bus-verbs.h"
 #include "ctl/check.h"
 #include "ctl/ctl.h"
 #include "ctl/lineout.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 #include "ctl/run.h"
 #include "ctl/walk.h"
-#include "protocol/bus.h"
 
 typedef struct HashState {
         const Args *args;
@@ -51,10 +50,10 @@ static void hash_result(const fhash_result *r, void *userdata)
                 s->ok++;
                 s->bytes += r->size;
                 if (a->raw) {
-                        uint8_t bin[HASH_DIGEST_MAX];
+                        uint8_t bin[FHASH_DIGEST_MAX];
                         size_t n = strlen(r->digest) / 2;
 
-                        if (n <= sizeof(bin) && hash_from_hex(r->digest, bin, n) >= 0)
+                        if (n <= sizeof(bin) && hex_to_bytes(r->digest, bin, n) >= 0)
                                 (void)fwrite(bin, 1, n, stdout);
                 } else if (a->algos.n > 1 && a->json)
                         (void)output_write_json_set_result(stdout, r->name, &a->algos, r->digest, r->size, NULL, NULL);
@@ -126,11 +125,11 @@ static int verb_hash(Args *a)
         if (s.directories > 0 && !a->recursive && !a->json)
                 ctl_err("to hash the files in a directory, add -r");
         if (a->json) {
-                char names[HASH_SET_NAMES_MAX];
+                char names[ALGO_SET_NAMES_MAX];
 
                 printf("{\"summary\":true,\"algorithm\":\"%s\",\"files\":%zu,\"ok\":%zu,\"failed\":%zu,"
                        "\"skipped\":%zu,\"bytes\":%" PRIu64 "}\n",
-                       hash_algo_set_format(&a->algos, names, sizeof(names)), s.ok + s.failed, s.ok, s.failed,
+                       algo_set_format(&a->algos, names, sizeof(names)), s.ok + s.failed, s.ok, s.failed,
                        s.skipped, s.bytes);
         }
         if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -148,7 +147,7 @@ static int audit_run_inputs(fhash_source_fn next, void *source_userdata, fhash_r
 static int verb_audit(Args *a)
 {
         AuditOptions o = {
-                .algo = a->algo_set ? a->algo : _HASH_ALGO_INVALID,
+                .algo = a->algo_set ? a->algo : NULL,
                 .json = a->json,
                 .quiet = a->quiet,
                 .status = a->status,
@@ -171,8 +170,8 @@ static int verb_audit(Args *a)
 
 static int verb_algorithms(Args *a)
 {
-        for (HashAlgo x = 0; x < _HASH_ALGO_MAX; x++)
-                printf("%s\n", hash_algo_to_string(x));
+        for (const char *const *x = fhash_algorithms(); *x; x++)
+                printf("%s\n", *x);
         return CTL_EXIT_OK;
 }
 
@@ -181,6 +180,8 @@ static int verb_bus(Args *a)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        fhash_client_options co = { .bus = a->bus, .address = a->bus == FHASH_BUS_ADDRESS ? a->address : NULL };
+        fhash_error e = {};
         bool needs_job = streq(a->verb, "watch") || streq(a->verb, "cancel");
         Progress progress;
         int r;
@@ -190,11 +191,12 @@ static int verb_bus(Args *a)
         if (needs_job ? a->n_rest != 1 : a->n_rest != 0)
                 return ctl_usage_error("%s: %s", a->verb, needs_job ? "expects one JOB" : "takes no arguments");
 
-        r = bus_open_fhashd(a->bus_kind, a->address, &bus, &error);
+        r = fhash_bus_open(&co, &bus, &e);
         if (r < 0) {
-                _cleanup_free_ char *why = bus_explain_open_error(a->bus_kind, a->address, r, &error);
-
-                ctl_err_unreachable(error.name, why ?: strerror(-r));
+                if (r == -ENOTCONN)
+                        ctl_err_unreachable(&e);
+                else
+                        ctl_err("cannot reach fhashd: %s", e.message);
                 return CTL_EXIT_FAILED;
         }
         if (streq(a->verb, "status"))
@@ -287,6 +289,6 @@ int ctl_main(int argc, char *argv[])
                 r = CTL_EXIT_FAILED;
         }
         free(a.excludes);
-        hash_params_wipe(&a.params);
+        explicit_bzero(&a.params, sizeof(a.params));
         return r;
 }

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
 #include "ctl/lineout.h"
+#include "ctl/macro.h"
 
 #define LINEOUT_STDIO_BUF ((size_t)64 * 1024)
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/manifest-reader.h"
 #include "ctl/output.h"
 

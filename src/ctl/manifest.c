@@ -6,34 +6,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/manifest.h"
 #include "ctl/output.h"
 
 /* An untagged line's algorithm from its digest's length: what the most common writer of that length
  * writes (xxhsum's default for 8 and 16 hex digits, as xxhsum -c reads them; coreutils' for the
  * others). Our own XXH3 and CRC32C lines are always tagged. */
-static HashAlgo algo_from_hex_len(size_t n)
+static const char *algo_from_hex_len(size_t n)
 {
         switch (n) {
         case 8:
-                return HASH_XXH32;
+                return "xxh32";
         case 16:
-                return HASH_XXH64;
+                return "xxh64";
         case 32:
-                return HASH_MD5;
+                return "md5";
         case 40:
-                return HASH_SHA1;
+                return "sha1";
         case 56:
-                return HASH_SHA224;
+                return "sha224";
         case 64:
-                return HASH_SHA256;
+                return "sha256";
         case 96:
-                return HASH_SHA384;
+                return "sha384";
         case 128:
-                return HASH_SHA512;
+                return "sha512";
         default:
-                return _HASH_ALGO_INVALID;
+                return NULL;
         }
 }
 
@@ -41,26 +41,26 @@ static HashAlgo algo_from_hex_len(size_t n)
 static const struct {
         const char *name;  /* a whole file name */
         const char *ext;   /* or a suffix */
-        HashAlgo algo;
+        const char *algo;
 } manifest_names[] = {
-        { "MD5SUMS", ".md5", HASH_MD5 },          { NULL, ".md5sums", HASH_MD5 },
-        { "SHA1SUMS", ".sha1", HASH_SHA1 },       { "SHA224SUMS", ".sha224", HASH_SHA224 },
-        { "SHA256SUMS", ".sha256", HASH_SHA256 }, { "SHA384SUMS", ".sha384", HASH_SHA384 },
-        { "SHA512SUMS", ".sha512", HASH_SHA512 }, { "B2SUMS", ".b2", HASH_BLAKE2B },
-        { "B3SUMS", ".b3", HASH_BLAKE3 },         { NULL, ".xxh32", HASH_XXH32 },
-        { NULL, ".xxh64", HASH_XXH64 },           { NULL, ".xxh", HASH_XXH64 },
-        { NULL, ".xxh3", HASH_XXH3 },             { NULL, ".xxh128", HASH_XXH128 },
-        { NULL, ".sm3", HASH_SM3 },               { NULL, ".crc32c", HASH_CRC32C },
+        { "MD5SUMS", ".md5", "md5" },          { NULL, ".md5sums", "md5" },
+        { "SHA1SUMS", ".sha1", "sha1" },       { "SHA224SUMS", ".sha224", "sha224" },
+        { "SHA256SUMS", ".sha256", "sha256" }, { "SHA384SUMS", ".sha384", "sha384" },
+        { "SHA512SUMS", ".sha512", "sha512" }, { "B2SUMS", ".b2", "blake2b" },
+        { "B3SUMS", ".b3", "blake3" },         { NULL, ".xxh32", "xxh32" },
+        { NULL, ".xxh64", "xxh64" },           { NULL, ".xxh", "xxh64" },
+        { NULL, ".xxh3", "xxh3" },             { NULL, ".xxh128", "xxh128" },
+        { NULL, ".sm3", "sm3" },               { NULL, ".crc32c", "crc32c" },
 };
 
-HashAlgo manifest_algo_from_filename(const char *path)
+const char *manifest_algo_from_filename(const char *path)
 {
         const char *base = path ? strrchr(path, '/') : NULL;
         size_t n;
 
         base = base ? base + 1 : path;
         if (!base)
-                return _HASH_ALGO_INVALID;
+                return NULL;
         n = strlen(base);
         for (size_t i = 0; i < ELEMENTSOF(manifest_names); i++) {
                 const char *ext = manifest_names[i].ext;
@@ -68,9 +68,9 @@ HashAlgo manifest_algo_from_filename(const char *path)
 
                 if ((manifest_names[i].name && streq(base, manifest_names[i].name)) ||
                     (n > l && strcmp(base + n - l, ext) == 0))
-                        return manifest_names[i].algo;
+                        return algo_from_string(manifest_names[i].algo);
         }
-        return _HASH_ALGO_INVALID;
+        return NULL;
 }
 
 static size_t hex_span(const char *s, size_t len)
@@ -164,11 +164,11 @@ static bool base64_to_hex(const char *s, size_t n, size_t size, char *hex)
 
 /* The digest of algo is out_len bytes (0: its default) and is the n characters at hex: hex digits,
  * or base64 as cksum --base64 writes it. */
-static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo, uint32_t out_len)
+static int set_hex(ManifestEntry *e, const char *hex, size_t n, const char *algo, uint32_t out_len)
 {
-        size_t size = out_len ? out_len : hash_algo_digest_size(algo);
+        size_t size = out_len ? out_len : algo_digest_size(algo);
 
-        if (out_len && hash_params_digest_size(algo, &(HashParams){ .out_len = out_len }) != out_len)
+        if (out_len && fhash_algorithm_digest_size(algo, out_len * 8) != out_len)
                 return -EINVAL;
         if (2 * size >= sizeof(e->hex))
                 return -EINVAL;
@@ -178,8 +178,8 @@ static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo, u
                 e->hex[n] = '\0';
         } else if (!base64_to_hex(hex, n, size, e->hex))
                 return -EINVAL;
-        e->algo = algo;
-        e->out_len = size == hash_algo_digest_size(algo) ? 0 : (uint32_t)size;
+        e->algo = algo_from_string(algo);
+        e->out_len = size == algo_digest_size(algo) ? 0 : (uint32_t)size;
         return 0;
 }
 
@@ -187,8 +187,8 @@ static int set_hex(ManifestEntry *e, const char *hex, size_t n, HashAlgo algo, u
 static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestParseOptions *o, ManifestEntry *e)
 {
         size_t t = 0, i, close;
-        uint32_t out_len = 0;
-        HashAlgo a;
+        unsigned bits = 0;
+        const char *a;
         int r;
 
         bool le = false;
@@ -200,18 +200,18 @@ static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestP
                 i++;
         if (t == 0 || i >= len || s[i] != '(')
                 return -EAGAIN;
-        a = hash_params_from_tag(s, t, &out_len);
+        a = fhash_algorithm_from_tag(s, t, &bits);
         /* xxhsum --tag --little-endian: "XXH64_LE (name) = hex", the digest's bytes reversed. */
-        if (a < 0 && t > 3 && memcmp(s + t - 3, "_LE", 3) == 0) {
-                a = hash_algo_from_tag(s, t - 3);
-                if (a != HASH_XXH32 && a != HASH_XXH64 && a != HASH_XXH128 && a != HASH_XXH3)
+        if (!a && t > 3 && memcmp(s + t - 3, "_LE", 3) == 0) {
+                a = fhash_algorithm_from_tag(s, t - 3, &bits);
+                if (!algo_is(a, "xxh32") && !algo_is(a, "xxh64") && !algo_is(a, "xxh128") && !algo_is(a, "xxh3"))
                         return -EAGAIN;
                 le = true;
         }
-        if (a < 0)
+        if (!a)
                 return -EAGAIN;
         /* The tag says the length; -l does not change it (b2sum -l N -c neither). */
-        if (o->algo >= 0 && a != o->algo)
+        if (o->algo && !algo_is(a, o->algo))
                 return -EINVAL;
         i++;
 
@@ -232,7 +232,7 @@ static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestP
         while (h < len && (s[h] == ' ' || s[h] == '\t'))
                 h++;
 
-        r = set_hex(e, s + h, len - h, a, out_len);
+        r = set_hex(e, s + h, len - h, a, bits / 8);
         if (r < 0)
                 return r;
         if (le)
@@ -250,25 +250,25 @@ static int parse_tagged(const char *s, size_t len, bool escaped, const ManifestP
 /* The length of an untagged line of a: for -a blake2b/blake2s the line's own, whatever -l says
  * (as b2sum -c, with or without -l); for BLAKE3 -l's (b3sum --check has no --length); 0 for the
  * default. */
-static uint32_t untagged_length(HashAlgo a, size_t n, const ManifestParseOptions *o)
+static uint32_t untagged_length(const char *a, size_t n, const ManifestParseOptions *o)
 {
-        if (!(hash_algo_params(a) & HASH_PARAM_LENGTH))
+        if (!(fhash_algorithm_features(a) & FHASH_ALGORITHM_LENGTH))
                 return 0;
-        if (a == o->algo && (a == HASH_BLAKE2B || a == HASH_BLAKE2S))
-                return n % 2 == 0 && n / 2 >= 1 && n / 2 <= hash_algo_digest_max(a) ? (uint32_t)(n / 2) : 0;
+        if (algo_is(a, o->algo) && (algo_is(a, "blake2b") || algo_is(a, "blake2s")))
+                return n % 2 == 0 && n / 2 >= 1 && n / 2 <= fhash_algorithm_digest_max(a) ? (uint32_t)(n / 2) : 0;
         return o->length;
 }
 
 static int parse_untagged(const char *s, size_t len, bool escaped, const ManifestParseOptions *o, ManifestEntry *e)
 {
-        HashAlgo a = o->algo, hint = o->hint;
+        const char *a = o->algo, *hint = o->hint;
         size_t n, i;
         int r;
 
         if (len > 5 && memcmp(s, "XXH3_", 5) == 0) {
-                if (o->algo >= 0 && o->algo != HASH_XXH3)
+                if (o->algo && !algo_is(o->algo, "xxh3"))
                         return -EINVAL;
-                a = HASH_XXH3;
+                a = "xxh3";
                 s += 5;
                 len -= 5;
         }
@@ -276,11 +276,11 @@ static int parse_untagged(const char *s, size_t len, bool escaped, const Manifes
         if (n == 0 || n >= len || (s[n] != ' ' && s[n] != '\t'))
                 return -EINVAL;
         /* The manifest's name, where its algorithm has this length; else the length's writer. */
-        if (a < 0 && hint >= 0 && n == 2 * hash_algo_digest_size(hint))
+        if (!a && hint && n == 2 * algo_digest_size(hint))
                 a = hint;
-        if (a < 0)
+        if (!a)
                 a = algo_from_hex_len(n);
-        if (a < 0)
+        if (!a)
                 return -EINVAL;
         r = set_hex(e, s, n, a, untagged_length(a, n, o));
         if (r < 0)
@@ -305,7 +305,7 @@ static int parse_untagged(const char *s, size_t len, bool escaped, const Manifes
 
 int manifest_parse_line_with(const char *line, size_t len, const ManifestParseOptions *o, ManifestEntry *ret)
 {
-        ManifestEntry e = { .algo = _HASH_ALGO_INVALID };
+        ManifestEntry e = { .algo = NULL };
         bool escaped = false;
         int r;
 
@@ -328,21 +328,21 @@ int manifest_parse_line_with(const char *line, size_t len, const ManifestParseOp
                 free(e.name);
                 return r;
         }
-        e.from_stdin = streq(e.name, "stdin") && (e.algo == HASH_XXH32 || e.algo == HASH_XXH64 ||
-                                                  e.algo == HASH_XXH128 || e.algo == HASH_XXH3);
+        e.from_stdin = streq(e.name, "stdin") && (algo_is(e.algo, "xxh32") || algo_is(e.algo, "xxh64") ||
+                                                  algo_is(e.algo, "xxh128") || algo_is(e.algo, "xxh3"));
         *ret = e;
         return 1;
 }
 
-int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret)
+int manifest_parse_line(const char *line, size_t len, const char *algo, ManifestEntry *ret)
 {
-        return manifest_parse_line_with(line, len, &(ManifestParseOptions){ .algo = algo, .hint = _HASH_ALGO_INVALID }, ret);
+        return manifest_parse_line_with(line, len, &(ManifestParseOptions){ .algo = algo, .hint = NULL }, ret);
 }
 
-int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret)
+int manifest_parse(const char *buf, size_t size, const char *algo, bool zero, Manifest **ret)
 {
         return manifest_parse_with(buf, size,
-                                   &(ManifestParseOptions){ .algo = algo, .hint = _HASH_ALGO_INVALID, .zero = zero },
+                                   &(ManifestParseOptions){ .algo = algo, .hint = NULL, .zero = zero },
                                    ret);
 }
 

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hash/hash.h"
-#include "basic/macro.h"
+#include "ctl/algo.h"
+#include "ctl/macro.h"
 #include "ctl/mtree.h"
 
 /*
@@ -18,7 +18,7 @@
  *                                       reversed one " b" is the name " b", and the two forms never mix
  *   XXH3_HEX  NAME                      xxhsum >= 0.8.2 for -H3
  *   TAG (NAME) = DIGEST                 cksum --tag / BSD / xxhsum, TAG(NAME)= DIGEST (OpenSSL): TAG
- *                                       as hash_algo_tag(), our lower-case names, "SHA2-384" (cksum -c
+ *                                       as fhash_algorithm_tag(), our lower-case names, "SHA2-384" (cksum -c
  *                                       >= 9.8), or xxhsum's "XXH64_LE" for a little-endian digest;
  *                                       the tag sets the algorithm; DIGEST hex, or base64 as cksum
  *                                       --base64 writes it
@@ -43,14 +43,14 @@
 
 typedef struct ManifestEntry {
         char *name;              /* unescaped */
-        HashAlgo algo;
+        const char *algo;
         uint32_t out_len;        /* digest bytes when not the algorithm's default (BLAKE2b-256), else 0 */
-        char hex[HASH_HEX_MAX];  /* lower case */
+        char hex[ALGO_HEX_MAX];  /* lower case */
         unsigned line;           /* from 1 */
         bool tagged;             /* the line named its algorithm */
         bool from_stdin;         /* xxhsum's "stdin": read standard input, not a file of that name */
         /* An entry of an mtree manifest (ManifestReader only): what it says besides a digest. algo is
-         * _HASH_ALGO_INVALID and hex "" where it names no digest fhash checks (a directory, a link,
+         * NULL and hex "" where it names no digest fhash checks (a directory, a link,
          * a file with only rmd160digest=). */
         bool is_mtree;
         MtreeInfo mtree;         /* its link malloc'd, as the name */
@@ -68,15 +68,15 @@ typedef struct Manifest {
 
 /* Parses one line (without its terminator). Returns 1 and fills ret (name malloc'd) for an entry, 0 for
  * a line to ignore (blank, comment), -EINVAL if improperly formatted, -ENOMEM. */
-int manifest_parse_line(const char *line, size_t len, HashAlgo algo, ManifestEntry *ret);
+int manifest_parse_line(const char *line, size_t len, const char *algo, ManifestEntry *ret);
 
 /* Parses a whole buffer (it need not be NUL-terminated; lines end with '\n', or with NUL if zero).
- * algo is _HASH_ALGO_INVALID when not given. Never fails on content: bad lines are counted.
+ * algo is NULL when not given. Never fails on content: bad lines are counted.
  * Returns 0 or -ENOMEM. */
-int manifest_parse(const char *buf, size_t size, HashAlgo algo, bool zero, Manifest **ret);
+int manifest_parse(const char *buf, size_t size, const char *algo, bool zero, Manifest **ret);
 typedef struct ManifestParseOptions {
-        HashAlgo algo;    /* -a, or _HASH_ALGO_INVALID */
-        HashAlgo hint;    /* the manifest's name says (manifest_algo_from_filename()), or _HASH_ALGO_INVALID */
+        const char *algo;    /* -a, or NULL */
+        const char *hint;    /* the manifest's name says (manifest_algo_from_filename()), or NULL */
         uint32_t length;  /* -l: digest bytes for algorithms that take a length; 0: none given */
         bool zero;        /* lines end with NUL */
         /* The manifest's form so far, as coreutils' bsd_reversed: -1 undecided, 0 "HEX  NAME", 1 BSD
@@ -88,7 +88,7 @@ typedef struct ManifestParseOptions {
 int manifest_parse_with(const char *buf, size_t size, const ManifestParseOptions *o, Manifest **ret);
 /* manifest_parse_line() with every option (o->bsd_reversed kept across the calls of one manifest). */
 int manifest_parse_line_with(const char *line, size_t len, const ManifestParseOptions *o, ManifestEntry *ret);
-/* The algorithm a manifest's name says, as the tools that write them name them, or _HASH_ALGO_INVALID. */
-HashAlgo manifest_algo_from_filename(const char *path);
+/* The algorithm a manifest's name says, as the tools that write them name them, or NULL. */
+const char *manifest_algo_from_filename(const char *path);
 Manifest *manifest_free(Manifest *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manifest *, manifest_free);

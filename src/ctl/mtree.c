@@ -5,18 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 #include "ctl/mtree.h"
 
 /* The digests fhash checks, in the order it prefers them, with libarchive's short names. */
 static const struct {
         const char *keyword;
         const char *alias;
-        HashAlgo algo;
+        const char *algo;
 } digest_keys[] = {
-        { "sha256digest", "sha256", HASH_SHA256 }, { "sha512digest", "sha512", HASH_SHA512 },
-        { "sha384digest", "sha384", HASH_SHA384 }, { "sha1digest", "sha1", HASH_SHA1 },
-        { "md5digest", "md5", HASH_MD5 },
+        { "sha256digest", "sha256", "sha256" }, { "sha512digest", "sha512", "sha512" },
+        { "sha384digest", "sha384", "sha384" }, { "sha1digest", "sha1", "sha1" },
+        { "md5digest", "md5", "md5" },
 };
 #define N_DIGESTS ELEMENTSOF(digest_keys)
 
@@ -52,7 +52,7 @@ typedef struct Attrs {
         unsigned mode;
         char *link;
         const char *unsupported;
-        char digest[N_DIGESTS][HASH_HEX_MAX];
+        char digest[N_DIGESTS][ALGO_HEX_MAX];
 } Attrs;
 
 struct MtreeParser {
@@ -206,7 +206,7 @@ static int apply(Attrs *a, const char *key, size_t kn, const char *val, size_t v
         }
         for (size_t d = 0; d < N_DIGESTS; d++)
                 if (word_eq(key, kn, digest_keys[d].keyword) || word_eq(key, kn, digest_keys[d].alias)) {
-                        size_t want = 2 * hash_algo_digest_size(digest_keys[d].algo);
+                        size_t want = 2 * algo_digest_size(digest_keys[d].algo);
 
                         if (vn != want)
                                 return -EINVAL;
@@ -325,14 +325,14 @@ static int cwd_up(MtreeParser *p)
         return 0;
 }
 
-int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want, char **ret_name,
-                     HashAlgo *ret_algo, char ret_hex[static HASH_HEX_MAX], MtreeInfo *ret_info)
+int mtree_parse_line(MtreeParser *p, const char *line, size_t len, const char *want, char **ret_name,
+                     const char **ret_algo, char ret_hex[static ALGO_HEX_MAX], MtreeInfo *ret_info)
 {
         char *name = NULL, *path;
         Attrs a;
         const char *w;
         size_t i = 0, wn;
-        HashAlgo algo = _HASH_ALGO_INVALID;
+        const char *algo = NULL;
         bool classic;
         int r;
 
@@ -399,8 +399,8 @@ int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want
 
         ret_hex[0] = '\0';
         for (size_t d = 0; d < N_DIGESTS && a.type == MTREE_FILE; d++)
-                if ((a.has & (HAS_DIGEST << d)) && (want < 0 || want == digest_keys[d].algo)) {
-                        algo = digest_keys[d].algo;
+                if ((a.has & (HAS_DIGEST << d)) && (!want || algo_is(want, digest_keys[d].algo))) {
+                        algo = algo_from_string(digest_keys[d].algo);
                         strcpy(ret_hex, a.digest[d]);
                         break;
                 }
@@ -413,7 +413,7 @@ int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want
                 .size = a.size,
                 .mode = a.mode,
                 .link = a.type == MTREE_LINK ? a.link : NULL,
-                .unsupported = algo < 0 && (a.has & HAS_UNSUPPORTED) ? a.unsupported : NULL,
+                .unsupported = !algo && (a.has & HAS_UNSUPPORTED) ? a.unsupported : NULL,
         };
         if (a.type != MTREE_LINK)
                 free(a.link);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hash/algo.h"
+#include "ctl/algo.h"
 
 /*
  * mtree(5) as libarchive reads it: "#mtree" first (optional), '#' comments, blank lines, lines
@@ -83,8 +83,8 @@ bool mtree_detect_filename(const char *path);
 
 /* Parses one logical line (continuations joined, no terminator). 1: an entry, with *ret_name (the
  * path from the manifest's directory, malloc'd), the digest fhash checks in *ret_algo and ret_hex
- * (lower case; _HASH_ALGO_INVALID and "" when none), and *ret_info (its link malloc'd); 0: a line
+ * (lower case; NULL and "" when none), and *ret_info (its link malloc'd); 0: a line
  * to ignore (blank, comment, /set, /unset, ".."); -EINVAL: improperly formatted; -ENOMEM. want is
- * -a's algorithm (_HASH_ALGO_INVALID: the first fhash has). Outputs are set only on 1. */
-int mtree_parse_line(MtreeParser *p, const char *line, size_t len, HashAlgo want, char **ret_name,
-                     HashAlgo *ret_algo, char ret_hex[static HASH_HEX_MAX], MtreeInfo *ret_info);
+ * -a's algorithm (NULL: the first fhash has). Outputs are set only on 1. */
+int mtree_parse_line(MtreeParser *p, const char *line, size_t len, const char *want, char **ret_name,
+                     const char **ret_algo, char ret_hex[static ALGO_HEX_MAX], MtreeInfo *ret_info);

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "basic/macro.h"
 #include "basic/quote.h"
 #include "basic/utf8.h"
+#include "ctl/macro.h"
 #include "ctl/output.h"
 
 /* On a terminal (output_set_terminal()), besides coreutils' three escapes. */
@@ -69,16 +69,15 @@ int output_write_name(FILE *f, const char *name, bool escape)
         return 0;
 }
 
-int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex)
+int output_write_digest(FILE *f, OutputStyle style, bool zero, const char *a, const char *name, const char *hex)
 {
         /* coreutils' -z writes names raw; on a terminal control characters are escaped all the same. */
         bool escape = (!zero || escape_controls) && output_name_needs_escape(name);
         size_t size = strlen(hex) / 2;
         char buf[32];
         /* A digest of another length than the default (b2sum -l 256) says so in its tag. */
-        const char *tag = size == hash_algo_digest_size(a)
-                                  ? hash_algo_tag(a)
-                                  : hash_params_tag(a, &(HashParams){ .out_len = (uint32_t)size }, buf, sizeof(buf));
+        unsigned bits = size == algo_digest_size(a) ? 0 : (unsigned)size * 8;
+        const char *tag = fhash_algorithm_tag(a, bits, buf, sizeof(buf));
         int r;
 
         if (!tag || (style != OUTPUT_UNTAGGED && style != OUTPUT_TAGGED && style != OUTPUT_BINARY &&
@@ -86,7 +85,7 @@ int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const
                 return -EINVAL;
         if (style == OUTPUT_NO_NAMES)
                 return fprintf(f, "%s%c", hex, zero ? '\0' : '\n') < 0 ? -EIO : 0;
-        if (hash_algo_always_tagged(a))
+        if (fhash_algorithm_features(a) & FHASH_ALGORITHM_ALWAYS_TAGGED)
                 style = OUTPUT_TAGGED;
 
         if (escape && putc('\\', f) == EOF)
@@ -155,7 +154,7 @@ int output_write_json_string(FILE *f, const char *s)
 /* The JSON writers' one object: {"name":…,"algorithm":…, then "digest" (one algorithm, set NULL) or
  * "digests" (a set: an object by algorithm name), "size", "error", and "skipped" when given. hex
  * NULL: the digest(s) and size are null. */
-static int json_result(FILE *f, const char *name, const char *algo, const HashAlgoSet *set, const char *hex,
+static int json_result(FILE *f, const char *name, const char *algo, const AlgoSet *set, const char *hex,
                        uint64_t size, const char *error, const char *skipped)
 {
         int r;
@@ -175,7 +174,7 @@ static int json_result(FILE *f, const char *name, const char *algo, const HashAl
                 for (unsigned i = 0; i < set->n; i++) {
                         size_t n = strcspn(hex, ",");
 
-                        if (fprintf(f, "%s\"%s\":\"%.*s\"", i == 0 ? "{" : ",", hash_algo_to_string(set->algos[i]),
+                        if (fprintf(f, "%s\"%s\":\"%.*s\"", i == 0 ? "{" : ",", set->algos[i],
                                     (int)n, hex) < 0)
                                 return -EIO;
                         hex += n + (hex[n] == ',');
@@ -195,41 +194,41 @@ static int json_result(FILE *f, const char *name, const char *algo, const HashAl
         return fputs("}\n", f) == EOF ? -EIO : 0;
 }
 
-int output_write_json_skipped(FILE *f, const char *name, HashAlgo a, const char *reason)
+int output_write_json_skipped(FILE *f, const char *name, const char *a, const char *reason)
 {
-        const char *algo = hash_algo_to_string(a);
+        const char *algo = a;
 
         if (!algo)
                 return -EINVAL;
         return json_result(f, name, algo, NULL, NULL, 0, NULL, reason ? reason : "skipped");
 }
 
-int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
+int output_write_json_result(FILE *f, const char *name, const char *a, const char *hex, uint64_t size,
                              const char *error)
 {
-        const char *algo = hash_algo_to_string(a);
+        const char *algo = a;
 
         if (!algo)
                 return -EINVAL;
         return json_result(f, name, algo, NULL, hex, size, error, NULL);
 }
 
-int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *set, const char *hex, uint64_t size,
+int output_write_json_set_result(FILE *f, const char *name, const AlgoSet *set, const char *hex, uint64_t size,
                                  const char *error, const char *skipped)
 {
-        char names[HASH_SET_NAMES_MAX];
+        char names[ALGO_SET_NAMES_MAX];
 
-        if (!hash_algo_set_format(set, names, sizeof(names)) || (hex && !hash_set_hex_valid(set, hex)))
+        if (!algo_set_format(set, names, sizeof(names)) || (hex && !algo_set_hex_valid(set, hex)))
                 return -EINVAL;
         return json_result(f, name, names, set, hex, size, error, skipped);
 }
 
-int output_write_set_digests(FILE *f, bool zero, const HashAlgoSet *set, const char *name, const char *hex)
+int output_write_set_digests(FILE *f, bool zero, const AlgoSet *set, const char *name, const char *hex)
 {
-        if (!hash_set_hex_valid(set, hex))
+        if (!algo_set_hex_valid(set, hex))
                 return -EINVAL;
         for (unsigned i = 0; i < set->n; i++) {
-                char one[HASH_HEX_MAX];
+                char one[ALGO_HEX_MAX];
                 size_t n = strcspn(hex, ",");
                 int r;
 

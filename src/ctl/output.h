@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "hash/hash.h"
+#include "ctl/algo.h"
 
 typedef enum OutputStyle {
         OUTPUT_UNTAGGED,  /* "<hex>  <name>", as sha256sum */
@@ -40,7 +40,7 @@ int output_write_name(FILE *f, const char *name, bool escape);
 /* Writes one digest line. With zero, the line ends with NUL and the name is written raw (coreutils -z),
  * but on a terminal; otherwise a name that needs escaping is escaped (see output_set_terminal()).
  * Returns 0 or -errno (-EINVAL for OUTPUT_JSON, which has its own writer). */
-int output_write_digest(FILE *f, OutputStyle style, bool zero, HashAlgo a, const char *name, const char *hex);
+int output_write_digest(FILE *f, OutputStyle style, bool zero, const char *a, const char *name, const char *hex);
 
 /* Writes the name part of a check-mode line ("NAME: OK") as the newest coreutils does: escaped as in a
  * digest line, its leading '\' included (coreutils 9.1, Debian 12's, escaped only a name that
@@ -61,18 +61,18 @@ int output_write_json_string(FILE *f, const char *s);
 /* Writes one result object and a newline:
  * {"name":…,"algorithm":…,"digest":…|null,"size":N|null,"error":null|"…"}
  * hex NULL means the file failed; error is NULL on success. */
-int output_write_json_result(FILE *f, const char *name, HashAlgo a, const char *hex, uint64_t size,
+int output_write_json_result(FILE *f, const char *name, const char *a, const char *hex, uint64_t size,
                              const char *error);
 /* Several algorithms in one read (-a sha256,blake3): one object per input,
  * {"name":…,"algorithm":"sha256,blake3","digests":{"sha256":…,"blake3":…}|null,"size":N|null,"error":null|"…"}
  * and, with skipped non-NULL, "digests":null and "skipped":REASON. hex is the set's digests joined
  * by ',' (fhash_result.digest), or NULL when the file failed or was skipped. */
-int output_write_json_set_result(FILE *f, const char *name, const HashAlgoSet *set, const char *hex, uint64_t size,
+int output_write_json_set_result(FILE *f, const char *name, const AlgoSet *set, const char *hex, uint64_t size,
                                  const char *error, const char *skipped);
 /* The set's hex digests joined by ',' as tagged lines, one per algorithm ("SHA256 (name) = hex"). */
-int output_write_set_digests(FILE *f, bool zero, const HashAlgoSet *set, const char *name, const char *hex);
+int output_write_set_digests(FILE *f, bool zero, const AlgoSet *set, const char *name, const char *hex);
 
 /* {"name":..,"algorithm":..,"digest":null,"size":null,"error":null,"skipped":REASON}: an input that
  * was not hashed by design (a symlink not followed, not a regular file), so that --json has an
  * object for every input. */
-int output_write_json_skipped(FILE *f, const char *name, HashAlgo a, const char *reason);
+int output_write_json_skipped(FILE *f, const char *name, const char *a, const char *reason);

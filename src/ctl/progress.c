@@ -7,8 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/macro.h"
-#include "basic/time-util.h"
+#include "ctl/macro.h"
 #include "ctl/progress.h"
 
 /* The fd a progress line is on the screen of, for progress_erase_from_signal(); -1: none. */
@@ -20,7 +19,7 @@ void progress_init(Progress *p, ProgressMode mode, int fd)
                 .enabled = mode != PROGRESS_OFF && isatty(fd),
                 .fd = fd,
                 .delay_usec = mode == PROGRESS_ON ? 0 : 1000000,
-                .start_usec = now_usec(),
+                .start_usec = ctl_now_usec(),
         };
 }
 
@@ -112,7 +111,7 @@ void progress_update(Progress *p, const ProgressState *s)
 
         if (!p->enabled)
                 return;
-        now = now_usec();
+        now = ctl_now_usec();
         if (now - p->start_usec < p->delay_usec || (p->shown && now - p->last_usec < 250000))
                 return;
         format_line(line, sizeof(line), s, now - p->start_usec, &p->pct);

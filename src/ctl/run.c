@@ -3,15 +3,17 @@
  * inputs go to the library as it asks for them, and each result comes back once, in order, as
  * libfhash hands it over */
 #include <errno.h>
+#include <linux/ioprio.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "basic/idle.h"
-#include "basic/macro.h"
-#include "basic/time-util.h"
 #include "ctl/args.h"
-#include "ctl/exit-status.h"
 #include "ctl/bus-verbs.h"
+#include "ctl/exit-status.h"
+#include "ctl/macro.h"
 #include "ctl/progress.h"
 #include "ctl/run.h"
 
@@ -24,6 +26,15 @@ typedef struct CtlRun {
 static void say_busy(const char *reason, int gives_up, void *userdata)
 {
         ctl_err("fhashd is busy (%s); waiting%s", reason, gives_up ? " (FHASHCTL_BUSY_TIMEOUT)" : "");
+}
+
+/* The calling thread to SCHED_IDLE and the idle I/O class, as libfhash's engine threads go for a
+ * background run (README.md, "Priorities"); best effort. glibc has no ioprio_set(); IOPRIO_WHO_PROCESS
+ * with who 0 is the calling thread. */
+static void make_thread_idle(void)
+{
+        if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){ .sched_priority = 0 }) == 0)
+                (void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
 }
 
 /* A result, in order: the progress line goes before the verb prints anything. */
@@ -54,7 +65,7 @@ static int run_loop(CtlRun *run, fhash_client *c, fhash_run *fr, fhash_error *e)
 
         while ((r = fhash_run_process(fr, e)) > 0) {
                 struct pollfd p = { .fd = fhash_run_get_fd(fr), .events = (short)fhash_run_get_events(fr) };
-                uint64_t t = fhash_run_get_timeout(fr), now = now_usec();
+                uint64_t t = fhash_run_get_timeout(fr), now = ctl_now_usec();
 
                 /* fhashd went and none came back: libfhash goes on in-process, as at the start. */
                 if (daemon && !fhash_client_uses_daemon(c)) {
@@ -78,23 +89,21 @@ int ctl_run_exit(int r, bool failed)
 
 int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_result_fn fn, void *userdata)
 {
-        static const fhash_bus buses[] = { [BUS_KIND_SYSTEM] = FHASH_BUS_SYSTEM, [BUS_KIND_USER] = FHASH_BUS_USER,
-                                           [BUS_KIND_ADDRESS] = FHASH_BUS_ADDRESS };
         fhash_client_options co = {
-                .bus = buses[a->bus_kind],
-                .address = a->bus_kind == BUS_KIND_ADDRESS ? a->address : NULL,
+                .bus = a->bus,
+                .address = a->bus == FHASH_BUS_ADDRESS ? a->address : NULL,
                 .flags = (a->local ? FHASH_CLIENT_LOCAL : 0) | (a->daemon ? FHASH_CLIENT_NO_FALLBACK : 0) |
                          (a->no_direct ? FHASH_CLIENT_NO_DIRECT : 0),
                 .busy_notice = say_busy,
         };
-        char names[HASH_SET_NAMES_MAX];
+        char names[ALGO_SET_NAMES_MAX];
         Progress progress;
         CtlRun run = { .fn = fn, .userdata = userdata, .progress = &progress };
         fhash_hash_options ho = {
-                .algorithm = hash_algo_set_format(&a->algos, names, sizeof(names)),
+                .algorithm = algo_set_format(&a->algos, names, sizeof(names)),
                 .flags = (a->no_cache ? FHASH_HASH_DONTCACHE : 0) | FHASH_HASH_RESUME,
                 .strategy = a->io,
-                .priority = (fhash_priority)a->priority,
+                .priority = a->priority,
                 .length_bits = a->has_params ? a->params.out_len * 8 : 0,
                 .key = a->has_params && a->params.keyed ? a->params.key : NULL,
                 .derive_key = a->has_params ? a->params.context : NULL,
@@ -107,14 +116,14 @@ int ctl_run(const Args *a, fhash_source_fn next, void *source_userdata, fhash_re
 
         /* A background run's own thread (the walk, the opens, the output) takes idle time only, as
          * its hashing does: best effort, since fhashd does the work that counts. */
-        if (a->priority == JOB_PRIORITY_BACKGROUND)
-                (void)thread_make_idle();
+        if (a->priority == FHASH_PRIORITY_BACKGROUND)
+                make_thread_idle();
         progress_init(&progress, a->status ? PROGRESS_OFF : a->progress, STDERR_FILENO);
         if (progress.enabled)
                 ho.flags |= FHASH_HASH_PROGRESS;
         r = fhash_client_new(&co, &c, &e);
         if (r == -ENOTCONN)
-                ctl_err_unreachable(e.name, e.message);
+                ctl_err_unreachable(&e);
         else if (r < 0)
                 ctl_err("cannot reach fhashd: %s", e.message);
         if (r < 0)

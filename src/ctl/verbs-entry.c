@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* verbs-entry.c: the one symbol fhashctl-verbs.so exports */
-#include "basic/macro.h"
 #include "ctl/ctl.h"
+#include "ctl/macro.h"
 
 /* fhashctl's binary (src/sum/verbs-module.c) dlsym()s it by this name, VERBS_MODULE_ENTRY there.
  * The name is the whole contract, and it is not in a header both include: the drop-in tools and

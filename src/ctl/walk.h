@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "basic/macro.h"
+#include "ctl/macro.h"
 
 typedef struct WalkOptions {
         bool recursive;         /* descend into directory arguments */
