@@ -430,6 +430,71 @@ static void test_disk_yield(void **state)
         th_rm_rf(dir);
 }
 
+/* 256 MiB: hashed over more than one of diskwatch's samples. */
+#define CACHED_SIZE (UINT64_C(256) << 20)
+
+/*
+ * diskwatch.h: a file wholly in the page cache is read past the disk watch. While another process
+ * reads the disk, and the watch holds the engine back because of it, a background job over a cached
+ * file still finishes, and leaves the file in the page cache as it found it.
+ */
+static void test_disk_yield_cached(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *big = NULL, *path = NULL;
+        struct stat st;
+        PageCacheState pc;
+        Engine *bg;
+        Collector c;
+        EngineJob *j;
+        uint64_t end;
+        pid_t child;
+        int status;
+
+        assert_int_equal(stat(dir, &st), 0);
+        if (!have_cachestat() || major(st.st_dev) == 0 || !dir_has_direct(dir)) {
+                print_message("# %s is not on a block device that takes O_DIRECT, or no cachestat: nothing to tell\n", dir);
+                th_rm_rf(dir);
+                skip();
+                return;
+        }
+        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
+        assert_true(asprintf(&path, "%s/cached", dir) > 0);
+        assert_int_equal(th_write_random_file(path, CACHED_SIZE, 5), 0);
+        file_make_cold(path);
+        file_make_cached(path, 0, CACHED_SIZE);
+        bg = new_background(NULL, 2);
+
+        file_make_cold(big);
+        child = foreign_reader(big);
+        end = now_usec() + 10 * USEC_PER_SEC;
+        while (child_read_bytes(child) < (64u << 10)) {
+                assert_true(now_usec() < end);
+                (void)usleep(1000);
+        }
+        j = start_paths(bg, NULL, &path, 1, &c);
+        end = now_usec() + 30 * USEC_PER_SEC;
+        while (!c.done && now_usec() < end)
+                assert_true(engine_run_once(bg, 10000) >= 0);
+        /* Done while the other process still reads, and the watch saw it: held for a reason. */
+        bool alive = waitpid(child, &status, WNOHANG) == 0;
+        print_message("# cached file %s, %" PRIu64 " holds, while another process read the disk\n",
+                      c.done ? "done" : "NOT done", engine_get_disk_holds(bg));
+        kill(child, SIGKILL);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(alive);
+        assert_true(c.done);
+        assert_true(engine_get_disk_holds(bg) >= 1);
+        wait_job(bg, &c, 60 * USEC_PER_SEC);
+        assert_result_matches(&c.results[0], HASH_SHA256, path);
+        pc = file_cache_state(path);
+        assert_int_equal(pc.cached, pc.pages);
+        engine_job_unref(j);
+        collector_done(&c);
+        engine_free(bg);
+        th_rm_rf(dir);
+}
+
 /* Results are delivered in the order the shard posted them: what the first job had delivered when
  * the second's first result and its end came tells how many of its files finished in between. */
 typedef struct Order {
@@ -526,6 +591,7 @@ int main(void)
                 cmocka_unit_test(test_background_cache_neutral),
                 cmocka_unit_test(test_yield),
                 cmocka_unit_test(test_disk_yield),
+                cmocka_unit_test(test_disk_yield_cached),
                 cmocka_unit_test(test_interactive_first),
         };
 

@@ -194,5 +194,23 @@ bool diskwatch_hold(Engine *e, uint64_t now)
                               memory_order_relaxed);
         atomic_store_explicit(&w->draining, false, memory_order_relaxed);
         pthread_mutex_unlock(&w->lock);
+        /* The shards the drain held sleep until woken (diskwatch_wait_usec()): a shard that slept
+         * out a poll instead left its part of the disk idle for that long, every sample. */
+        if (!quiet)
+                for (unsigned i = 0; i < e->n_shards; i++)
+                        shard_wake(&e->shards[i]);
         return quiet;
+}
+
+uint64_t diskwatch_wait_usec(DiskWatch *w, uint64_t now, uint64_t cap)
+{
+        uint64_t next = atomic_load_explicit(&w->next_sample, memory_order_relaxed);
+        uint64_t until = atomic_load_explicit(&w->quiet_until, memory_order_relaxed);
+
+        if (until > now)
+                next = MIN(next, until);
+        /* A drain under way: its sample wakes us. */
+        if (atomic_load_explicit(&w->draining, memory_order_relaxed) || next <= now)
+                return cap;
+        return MIN(next - now, cap);
 }

@@ -31,6 +31,13 @@ typedef struct FileSlot FileSlot;
  *     DISKWATCH_QUIET_SAMPLE_USEC, so that it starts again that long after the others stop.
  *   - When it starts (or starts again after having had nothing to do), it takes a first sample and
  *     waits DISKWATCH_QUIET_SAMPLE_USEC for a second before it issues anything.
+ *   - Reads of a file that was wholly in the page cache when it opened (FileSlot.cached, one
+ *     cachestat) need no disk: they are neither held nor drained for, so the watch costs a job over a
+ *     hot set nothing (a first wait of 10 ms and twenty drains a second did). A page evicted in
+ *     between is read from the disk uncounted, which at worst makes one sample see a little less or
+ *     more than the others did.
+ *   - A shard the watch holds sleeps until the next sample or the end of the hold, and a drain's
+ *     sample wakes the shards it held: a 5 ms poll left their reads waiting after every drain.
  *
  * The others in this process (fhashd's normal engine) count as ours here: the normal engine is yielded
  * to through EngineConfig.yield_to. Disks of several file systems are summed: a foreground on any of
@@ -65,3 +72,6 @@ void diskwatch_add(DiskWatch *w, const FileSlot *f);
 /* Whether e's shards should hold their reads and opens back now: a drain for a sample, or another
  * process using the disks. Samples when due and every shard's reads and opens are back. */
 bool diskwatch_hold(Engine *e, uint64_t now);
+/* How long a shard held by the disk watch may sleep (at most cap): until the next sample or the end
+ * of the hold; cap during a drain, whose sample wakes every shard. */
+uint64_t diskwatch_wait_usec(DiskWatch *w, uint64_t now, uint64_t cap);

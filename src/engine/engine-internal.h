@@ -182,6 +182,7 @@ struct Shard {
         _Alignas(CACHELINE) _Atomic uint64_t active_usec;
         uint64_t active_stored;
         bool yielding;                /* background: the engine yielded to is busy (this turn) */
+        bool disk_held;               /* background: the disk watch holds disk reads and opens (this turn) */
         /* Background: its reads and opens in flight, for the drains of diskwatch.h (written by the
          * shard, read by whichever shard samples). */
         _Atomic unsigned disk_ops;

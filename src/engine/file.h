@@ -52,6 +52,8 @@ typedef struct Buffer {
         bool in_flight;         /* a read SQE is outstanding */
         bool direct_read;       /* ... issued while the fd was O_DIRECT */
         bool dontcache_read;    /* ... with RWF_DONTCACHE */
+        bool disk_read;         /* ... counted in the shard's disk_ops (a background read that may
+                                 * reach the disk, diskwatch.h) */
         bool done;              /* full, or ended by EOF */
         struct Buffer *next;    /* the file's FIFO in issue order, or a list of hashed pieces */
         ShareGroup *group;      /* charged for this buffer while it is out of the pool, or NULL */
@@ -106,6 +108,9 @@ struct FileSlot {
         unsigned reads_in_flight;
         unsigned shard;             /* the shard whose slot this is */
         bool disk_known;            /* background: its disk is watched (diskwatch.h), once it is open */
+        bool cached;                /* wholly in the page cache when it opened (cachestat): its reads
+                                     * need no disk, so a background engine's disk watch neither
+                                     * holds nor drains them (diskwatch.h) */
         bool worker_started;        /* FIRST sent */
         bool worker_closed;         /* LAST or ABORT sent */
         EngineFileStatus status;    /* set by the I/O side; OK unless something went wrong */
@@ -219,7 +224,8 @@ Buffer *buffer_get_for(Shard *s, FileSlot *f, uint64_t fits);
 void file_queue_buffer(Shard *s, FileSlot *f, Buffer *b);
 void file_issue_read(Shard *s, FileSlot *f, Buffer *b);
 void span_split(Shard *s, Buffer *b);
-bool issue_reads(Shard *s);
+/* cached_only: only files wholly in the page cache (a background shard the disk watch holds). */
+bool issue_reads(Shard *s, bool cached_only);
 void read_completion(Shard *s, Buffer *b, int res);
 
 /*

@@ -72,7 +72,9 @@ static bool buffers_free(const Shard *s)
 void file_issue_read(Shard *s, FileSlot *f, Buffer *b)
 {
         int64_t off = f->seekable ? (int64_t)(b->offset + b->got) : -1;
-        int rwf = (f->job->options.dontcache && atomic_load_explicit(&s->engine->dontcache_ok, memory_order_relaxed))
+        /* A wholly cached file is left as it was without RWF_DONTCACHE: there is nothing to drop. */
+        int rwf = (f->job->options.dontcache && !f->cached &&
+                   atomic_load_explicit(&s->engine->dontcache_ok, memory_order_relaxed))
                           ? RWF_DONTCACHE
                           : 0;
 
@@ -86,7 +88,8 @@ void file_issue_read(Shard *s, FileSlot *f, Buffer *b)
         f->poll_ready = false; /* a stream polls again before its next read */
         if (b->direct_read && s->config.test_direct_einval && len > 1)
                 len--;
-        if (s->config.background)
+        b->disk_read = s->config.background && !f->cached;
+        if (b->disk_read)
                 atomic_fetch_add_explicit(&s->disk_ops, 1, memory_order_relaxed);
         ioring_read(s->ring, f->fd, b->data + b->got, len, off, shard_buf_index(s, b), rwf, TAG(b, OP_READ));
         f->ops++;
@@ -158,7 +161,7 @@ static Buffer *file_start_read(Shard *s, FileSlot *f)
  * and one large file cannot starve the others. With `fair`, only files of groups under their share
  * of the buffers (while several groups have files open): they go first, the rest take what is
  * left. */
-static bool issue_pass(Shard *s, bool fair)
+static bool issue_pass(Shard *s, bool fair, bool cached_only)
 {
         bool any = false;
 
@@ -170,7 +173,8 @@ static bool issue_pass(Shard *s, bool fair)
                         break;
                 do {
                         FileSlot *next = f->next ? f->next : s->open_head;
-                        if (file_wants_read(f) && !(fair && sched_over_buffer_share(s, f->group))) {
+                        if (file_wants_read(f) && (!cached_only || f->cached) &&
+                            !(fair && sched_over_buffer_share(s, f->group))) {
                                 Buffer *b = file_start_read(s, f);
                                 if (b) {
                                         if (b->mapped)
@@ -192,13 +196,13 @@ static bool issue_pass(Shard *s, bool fair)
         return any;
 }
 
-bool issue_reads(Shard *s)
+bool issue_reads(Shard *s, bool cached_only)
 {
         bool any = false;
 
         if (s->n_groups_open > 1)
-                any = issue_pass(s, true);
-        return issue_pass(s, false) || any;
+                any = issue_pass(s, true, cached_only);
+        return issue_pass(s, false, cached_only) || any;
 }
 
 /* A file that read EOF before its st_size: on a pseudo file system (sysfs, procfs, debugfs & co.)

@@ -21,10 +21,12 @@ static void handle_completion(Shard *s, const IoCompletion *c)
         if (op == OP_CLOSE_ANON)
                 return; /* nobody waits for it (see close_anon()) */
         /* Released: a drain of diskwatch.h sees it back before the completion is handled. */
-        if (s->config.background && (op == OP_READ || op == OP_OPEN))
+        if (s->config.background && op == OP_OPEN)
                 atomic_fetch_sub_explicit(&s->disk_ops, 1, memory_order_release);
         if (op == OP_READ) {
                 Buffer *b = TAG_PTR(c->tag);
+                if (b->disk_read)
+                        atomic_fetch_sub_explicit(&s->disk_ops, 1, memory_order_release);
                 b->file->progress_usec = s->now;
                 read_completion(s, b, c->res);
                 return;
@@ -299,9 +301,9 @@ void *shard_main(void *arg)
                 bool busy = false;
 
                 s->now = now_usec();
-                s->yielding = (s->config.yield_to &&
-                               engine_is_busy(s->config.yield_to, s->now, ENGINE_YIELD_WINDOW_USEC)) ||
-                              (s->config.background && diskwatch_hold(s->engine, s->now));
+                s->yielding = s->config.yield_to &&
+                              engine_is_busy(s->config.yield_to, s->now, ENGINE_YIELD_WINDOW_USEC);
+                s->disk_held = s->config.background && diskwatch_hold(s->engine, s->now);
                 busy |= drain_returns(s);
                 if (atomic_load_explicit(&s->control_pending, memory_order_acquire))
                         handle_control(s);
@@ -312,8 +314,10 @@ void *shard_main(void *arg)
                 if (s->deferred)
                         deferred_retry(s);
                 if (!s->yielding) {
-                        busy |= open_more(s);
-                        busy |= issue_reads(s);
+                        /* Held by the disk watch: only reads that need no disk (FileSlot.cached). */
+                        if (!s->disk_held)
+                                busy |= open_more(s);
+                        busy |= issue_reads(s, s->disk_held);
                 }
 
                 k = ioring_submit(s->ring, false);
@@ -360,6 +364,10 @@ void *shard_main(void *arg)
                         wait = MIN(wait, DEFERRED_RECHECK_USEC);
                 if (s->yielding && (s->open_head || s->wait_head))
                         wait = MIN(wait, ENGINE_YIELD_POLL_USEC);
+                /* Held by the disk watch: until its next sample or the end of the hold; a drain's
+                 * sample wakes the shards it held (diskwatch_hold()), the poll is a safety net. */
+                if (s->disk_held && (s->open_head || s->wait_head))
+                        wait = MIN(wait, diskwatch_wait_usec(&s->engine->diskwatch, s->now, ENGINE_YIELD_POLL_USEC));
                 (void)ioring_wait(s->ring, wait);
                 parker_cancel(&s->io_parker);
         }
