@@ -189,6 +189,52 @@ static void test_error_is_no_daemon(void **state)
         assert_int_equal(fhash_error_is_no_daemon(NULL), 0);
 }
 
+/* Names as a program prints them: quoted for a diagnostic, a JSON string, what a terminal acts on. */
+static void name_is(const char *name, fhash_name_style style, const char *want)
+{
+        char *got = NULL;
+
+        assert_int_equal(fhash_name_format(name, style, &got), 0);
+        assert_string_equal(got, want);
+        free(got);
+}
+
+static void test_names(void **state)
+{
+        char *got = NULL;
+        size_t n = 99;
+
+        (void)state;
+        name_is("plain", FHASH_NAME_QUOTE, "plain");
+        name_is("sp ace", FHASH_NAME_QUOTE, "'sp ace'");
+        name_is("a'b", FHASH_NAME_QUOTE, "\"a'b\"");
+        name_is("no\nsuch", FHASH_NAME_QUOTE, "'no'$'\\n''such'");
+        name_is("x\xff", FHASH_NAME_QUOTE, "'x'$'\\377'");
+        name_is("plain", FHASH_NAME_JSON, "\"plain\"");
+        name_is("é \"q\" \\ \n\t\x01", FHASH_NAME_JSON, "\"é \\\"q\\\" \\\\ \\n\\t\\u0001\"");
+        name_is("x\xff\xc3", FHASH_NAME_JSON, "\"x\\udcff\\udcc3\"");
+        assert_int_equal(fhash_name_format(NULL, FHASH_NAME_QUOTE, &got), -EINVAL);
+        assert_int_equal(fhash_name_format("a", (fhash_name_style)7, &got), -EINVAL);
+        assert_null(got);
+
+        assert_int_equal(fhash_name_char("a\x1b", &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(fhash_name_char("é", &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(fhash_name_char("", &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(fhash_name_char(NULL, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(fhash_name_char("\x1b[2J", &n), 1);
+        assert_int_equal(n, 1);
+        assert_int_equal(fhash_name_char("\x7f", &n), 1);
+        assert_int_equal(n, 1);
+        assert_int_equal(fhash_name_char("\xc2\x9b", &n), 1); /* U+009B, CSI as a C1 control */
+        assert_int_equal(n, 2);
+        assert_int_equal(fhash_name_char("\x9b", &n), 1);      /* alone: not UTF-8 */
+        assert_int_equal(n, 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -196,6 +242,7 @@ int main(void)
                 cmocka_unit_test(test_features),        cmocka_unit_test(test_tags),
                 cmocka_unit_test(test_addresses),       cmocka_unit_test(test_bus_open_no_bus),
                 cmocka_unit_test(test_bus_open_bad_options), cmocka_unit_test(test_error_is_no_daemon),
+                cmocka_unit_test(test_names),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -397,6 +397,26 @@ size_t fhash_struct_size(const char *name);
  * LIBFHASH_0.2. */
 const char *fhash_status_to_string(fhash_status status);
 
+/** How fhash_name_format() writes a file name. */
+typedef enum fhash_name_style {
+        /** For a diagnostic, as coreutils' quotef(): unchanged when shell-safe, else '...' (or "..."),
+         * control characters and bytes that are not UTF-8 as $'\n' / $'\377'. */
+        FHASH_NAME_QUOTE = 0,
+        /** A JSON string, its quotes included: UTF-8 as it is, every byte that is not UTF-8 as a lone
+         * surrogate \\udcXX (Python's surrogateescape reads the name back byte for byte). */
+        FHASH_NAME_JSON = 1,
+} fhash_name_style;
+/** A file name written in style: 0 and a new string in *ret (free() it), -EINVAL for a NULL name or
+ * an unknown style, -ENOMEM. What sha256sum-style lines need besides (the backslash prefix and the
+ * escapes of a newline, a carriage return and a backslash) is the caller's: those lines' format is the tools'. Since
+ * LIBFHASH_0.2. */
+int fhash_name_format(const char *name, fhash_name_style style, char **ret);
+/** The character at p of a name: its length in bytes in *ret_len (1 for a byte that is not part of
+ * valid UTF-8, 0 at the string's end), and 1 when a terminal may act on it (a C0 or C1 control, DEL,
+ * a byte that is not UTF-8, such as a lone 0x9b, CSI to a terminal that reads 8-bit controls), else 0:
+ * a program that prints names a hostile tree chose escapes those. Since LIBFHASH_0.2. */
+int fhash_name_char(const char *p, size_t *ret_len);
+
 #ifdef __cplusplus
 }
 #endif

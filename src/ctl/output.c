@@ -3,10 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "basic/quote.h"
-#include "basic/utf8.h"
 #include "ctl/macro.h"
 #include "ctl/output.h"
+#include "fhash/fhash.h"
 
 /* On a terminal (output_set_terminal()), besides coreutils' three escapes. */
 static bool escape_controls;
@@ -16,10 +15,10 @@ void output_set_terminal(bool on)
         escape_controls = on;
 }
 
-/* What quotef() escapes is what a terminal may act on (basic/quote.h). */
+/* What quotef() escapes is what a terminal may act on (fhash_name_char()). */
 static bool is_control(const char *p, size_t *ret_n)
 {
-        return quote_is_escape((const unsigned char *)p, true, ret_n);
+        return fhash_name_char(p, ret_n) > 0;
 }
 
 bool output_name_needs_escape(const char *name)
@@ -118,37 +117,18 @@ int output_write_check_name(FILE *f, const char *name)
 
 int output_quote(const char *name, char **ret)
 {
-        return quote_name(name, true, ret);
+        return fhash_name_format(name, FHASH_NAME_QUOTE, ret);
 }
 
 int output_write_json_string(FILE *f, const char *s)
 {
-        if (putc('"', f) == EOF)
-                return -EIO;
-        for (const unsigned char *p = (const unsigned char *)s; *p;) {
-                size_t n = utf8_char_len(p);
-                int r;
+        _cleanup_free_ char *json = NULL;
+        int r;
 
-                if (n == 0) {
-                        r = fprintf(f, "\\udc%02x", (unsigned)*p);
-                        n = 1;
-                } else if (*p == '"' || *p == '\\')
-                        r = fprintf(f, "\\%c", *p);
-                else if (*p == '\n')
-                        r = fputs("\\n", f);
-                else if (*p == '\r')
-                        r = fputs("\\r", f);
-                else if (*p == '\t')
-                        r = fputs("\\t", f);
-                else if (*p < 0x20)
-                        r = fprintf(f, "\\u%04x", (unsigned)*p);
-                else
-                        r = fwrite(p, 1, n, f) == n ? 0 : EOF;
-                if (r < 0)
-                        return -EIO;
-                p += n;
-        }
-        return putc('"', f) == EOF ? -EIO : 0;
+        r = fhash_name_format(s, FHASH_NAME_JSON, &json);
+        if (r < 0)
+                return r;
+        return fputs(json, f) == EOF ? -EIO : 0;
 }
 
 /* The JSON writers' one object: {"name":…,"algorithm":…, then "digest" (one algorithm, set NULL) or
