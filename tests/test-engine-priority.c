@@ -495,6 +495,80 @@ static void test_disk_yield_cached(void **state)
         th_rm_rf(dir);
 }
 
+/* 384 files of 512 KiB, each a caller's fd: three times the slots of two shards (DEFAULT_MAX_OPEN
+ * each), hashed over more than one of diskwatch's samples. */
+#define N_FDS 384
+
+/*
+ * diskwatch.h: an fd the caller opened is opened past the disk watch (fhashd's inputs are all fds):
+ * its fstat reads no disk. While another process reads the disk, and the watch holds the engine
+ * back because of it, a background job over cached files passed as fds still finishes; a job that
+ * waited for the holds to end before it opened each file would not.
+ */
+static void test_disk_yield_cached_fds(void **state)
+{
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *big = NULL;
+        char *paths[N_FDS];
+        struct stat st;
+        Engine *bg;
+        Collector c;
+        EngineJob *j = NULL;
+        uint64_t end;
+        pid_t child;
+        int status;
+
+        assert_int_equal(stat(dir, &st), 0);
+        if (!have_cachestat() || major(st.st_dev) == 0 || !dir_has_direct(dir)) {
+                print_message("# %s is not on a block device that takes O_DIRECT, or no cachestat: nothing to tell\n", dir);
+                th_rm_rf(dir);
+                skip();
+                return;
+        }
+        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
+        make_files(dir, paths, N_FDS, 512u << 10);
+        for (size_t i = 0; i < N_FDS; i++) {
+                file_make_cold(paths[i]);
+                file_make_cached(paths[i], 0, 512u << 10);
+        }
+        bg = new_background(NULL, 2);
+
+        file_make_cold(big);
+        child = foreign_reader(big);
+        end = now_usec() + 10 * USEC_PER_SEC;
+        while (child_read_bytes(child) < (64u << 10)) {
+                assert_true(now_usec() < end);
+                (void)usleep(1000);
+        }
+        collector_init(&c, N_FDS);
+        assert_int_equal(engine_job_new(bg, HASH_SHA256, NULL, &j), 0);
+        for (size_t i = 0; i < N_FDS; i++) {
+                int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+                assert_true(fd >= 0);
+                assert_int_equal(engine_job_add_fd(j, fd), (int)i);
+        }
+        assert_int_equal(engine_job_start(j, &test_callbacks, &c), 0);
+        end = now_usec() + 30 * USEC_PER_SEC;
+        while (!c.done && now_usec() < end)
+                assert_true(engine_run_once(bg, 10000) >= 0);
+        bool alive = waitpid(child, &status, WNOHANG) == 0;
+        print_message("# %zu of %d cached fds done, %" PRIu64 " holds, while another process read the disk\n",
+                      c.n_seen, N_FDS, engine_get_disk_holds(bg));
+        kill(child, SIGKILL);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(alive);
+        assert_true(c.done);
+        assert_true(engine_get_disk_holds(bg) >= 1);
+        for (size_t i = 0; i < N_FDS; i++)
+                assert_result_matches(&c.results[i], HASH_SHA256, paths[i]);
+        engine_job_unref(j);
+        collector_done(&c);
+        for (size_t i = 0; i < N_FDS; i++)
+                free(paths[i]);
+        engine_free(bg);
+        th_rm_rf(dir);
+}
+
 /* Results are delivered in the order the shard posted them: what the first job had delivered when
  * the second's first result and its end came tells how many of its files finished in between. */
 typedef struct Order {
@@ -592,6 +666,7 @@ int main(void)
                 cmocka_unit_test(test_yield),
                 cmocka_unit_test(test_disk_yield),
                 cmocka_unit_test(test_disk_yield_cached),
+                cmocka_unit_test(test_disk_yield_cached_fds),
                 cmocka_unit_test(test_interactive_first),
         };
 

@@ -36,6 +36,10 @@ typedef struct FileSlot FileSlot;
  *     hot set nothing (a first wait of 10 ms and twenty drains a second did). A page evicted in
  *     between is read from the disk uncounted, which at worst makes one sample see a little less or
  *     more than the others did.
+ *   - Inputs that are fds the caller opened (all of fhashd's) are opened while the watch holds, as
+ *     long as no job of the engine has a path among its inputs (Engine.path_jobs): an fd's fstat and
+ *     cachestat read no disk, a path's lookup may. So a cached file passed as an fd is read during
+ *     a hold too, where it used to wait for a slot that only a hold's end could open.
  *   - A shard the watch holds sleeps until the next sample or the end of the hold, and a drain's
  *     sample wakes the shards it held: a 5 ms poll left their reads waiting after every drain.
  *

@@ -87,6 +87,7 @@ struct EngineJob {
         /* Consumer side. */
         bool started;
         bool finished;       /* job_done delivered (or would have been) */
+        bool has_paths;      /* an input is a path (counted in Engine.path_jobs once started) */
         bool orphaned;       /* the caller let go: deliver nothing more */
         EngineJob *live_next, *live_prev;  /* the engine's jobs, so engine_free() can let go of them */
         /* EngineJobOptions.ordered: results that came early, by input (allocated on the first). */
@@ -246,6 +247,9 @@ struct Engine {
         bool io_gone;                 /* consumer only: the shards ended, close fds directly */
 
         DiskWatch diskwatch;          /* background engines: is anybody else using our disks? */
+        /* Started jobs with a path among their inputs, until freed. While none is, every input is
+         * an fd the caller opened: opening one needs no disk, so the disk watch does not hold it. */
+        _Atomic unsigned path_jobs;
 
         _Atomic uint64_t bytes_hashed;
         _Atomic uint64_t files_linked;

@@ -127,6 +127,8 @@ static void job_free(EngineJob *j)
                 for (size_t i = j->next_deliver; i < j->n_inputs; i++)
                         free(j->reorder[i]);
         free(j->reorder);
+        if (e && j->started && j->has_paths)
+                atomic_fetch_sub_explicit(&e->path_jobs, 1, memory_order_relaxed);
         if (e)
                 LIST_REMOVE_BY(live_next, live_prev, e->live_jobs, j);
         free(j->inputs);
@@ -167,6 +169,7 @@ static int job_add_input(EngineJob *j, const JobInput *in)
         if (j->n_inputs >= INT32_MAX)
                 return -E2BIG;
         j->inputs[j->n_inputs] = *in;
+        j->has_paths |= in->path != NULL;
         return (int)j->n_inputs++;
 }
 
@@ -260,6 +263,8 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
                 atomic_store(&j->results_pending, j->n_inputs + e->n_shards);
                 atomic_store(&j->start_usec, now_usec());
                 atomic_fetch_add(&e->files_queued, (unsigned)j->n_inputs);
+                if (j->has_paths)
+                        atomic_fetch_add_explicit(&e->path_jobs, 1, memory_order_relaxed);
                 (void)engine_job_ref(j); /* the engine's, one for all shards */
         }
         for (i = e->n_shards; i-- > 0;)

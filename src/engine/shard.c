@@ -314,8 +314,10 @@ void *shard_main(void *arg)
                 if (s->deferred)
                         deferred_retry(s);
                 if (!s->yielding) {
-                        /* Held by the disk watch: only reads that need no disk (FileSlot.cached). */
-                        if (!s->disk_held)
+                        /* Held by the disk watch: only reads that need no disk (FileSlot.cached),
+                         * and opens only of fds the callers opened (fhashd's jobs): a path's
+                         * lookup may read directories and inodes, an fd's fstat reads nothing. */
+                        if (!s->disk_held || atomic_load_explicit(&s->engine->path_jobs, memory_order_relaxed) == 0)
                                 busy |= open_more(s);
                         busy |= issue_reads(s, s->disk_held);
                 }
