@@ -487,8 +487,16 @@ static void test_disk_yield_cached(void **state)
         assert_true(engine_get_disk_holds(bg) >= 1);
         wait_job(bg, &c, 60 * USEC_PER_SEC);
         assert_result_matches(&c.results[0], HASH_SHA256, path);
+        /* Read as it was found, not dropped behind the reads (RWF_DONTCACHE would drop all it
+         * read). Not "every page": the kernel may evict some meanwhile on its own (a DAMON pageout
+         * scheme on the CI machines takes whole 2 MiB folios of page cache nobody touched; 512 and
+         * 1,024 of 65,536 pages gone in 3 of ~20 runs here), and a page
+         * missing when the engine opened the file is read again dontcache, as for any file that is
+         * not wholly cached. */
         pc = file_cache_state(path);
-        assert_int_equal(pc.cached, pc.pages);
+        print_message("# %" PRIu64 " of %" PRIu64 " pages cached after the job\n", (uint64_t)pc.cached,
+                      (uint64_t)pc.pages);
+        assert_true(pc.cached >= pc.pages - pc.pages / 8);
         engine_job_unref(j);
         collector_done(&c);
         engine_free(bg);
@@ -540,6 +548,10 @@ static void test_disk_yield_cached_fds(void **state)
                 assert_true(now_usec() < end);
                 (void)usleep(1000);
         }
+        /* Cached again right before: a file the kernel evicted a folio of meanwhile (see
+         * test_disk_yield_cached) would be held, rightly, until the other process stops. */
+        for (size_t i = 0; i < N_FDS; i++)
+                file_make_cached(paths[i], 0, 512u << 10);
         collector_init(&c, N_FDS);
         assert_int_equal(engine_job_new(bg, HASH_SHA256, NULL, &j), 0);
         for (size_t i = 0; i < N_FDS; i++) {
