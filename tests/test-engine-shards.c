@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test-engine-shards.c: the engine's shards (a ring per core): a job's inputs spread over every
- * shard, result order kept where asked, a cancel reaching files mid-read on every shard, one shard on
- * pread beside others on io_uring, the registered pool split under an 8 MiB memlock limit; fds back
- * where they were after each */
+ * shard (a job of fewer inputs to as many shards), result order kept where asked, a cancel reaching
+ * files mid-read on every shard, one shard on pread beside others on io_uring, the registered pool
+ * split under an 8 MiB memlock limit; fds back where they were after each */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -206,6 +206,87 @@ static void test_pread_shard(void **state)
         files_free(&f);
 }
 
+/* One-input jobs each go to one shard (engine_job_start()), an idle one or the next in turn, and
+ * fewer-input jobs to as many shards as they have inputs: 90 one-input and 30 two-input jobs started
+ * at once, over every shard, every digest right. */
+#define SMALL_JOBS 120
+
+static void test_small_jobs(void **state)
+{
+        Files f;
+        Engine *e = NULL;
+        EngineJob *jobs[SMALL_JOBS];
+        Collector c[SMALL_JOBS];
+        unsigned per_shard[SHARDS] = {};
+        int fds = th_count_fds();
+        uint64_t end;
+
+        files_make(&f, SMALL_JOBS + SMALL_JOBS / 4);
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = SHARDS }, &e), 0);
+        for (size_t k = 0, in = 0; k < SMALL_JOBS; k++) {
+                size_t n = k % 4 == 3 ? 2 : 1;
+
+                collector_init(&c[k], n);
+                assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &jobs[k]), 0);
+                for (size_t i = 0; i < n; i++, in++) {
+                        int fd = open(f.paths[in], O_RDONLY | O_CLOEXEC);
+                        assert_true(fd >= 0);
+                        assert_int_equal(engine_job_add_fd(jobs[k], fd), (int)i);
+                }
+                assert_int_equal(engine_job_start(jobs[k], &test_callbacks, &c[k]), 0);
+        }
+        end = now_usec() + 60 * 1000000ull;
+        for (size_t k = 0, in = 0; k < SMALL_JOBS; k++) {
+                while (!c[k].done) {
+                        assert_true(now_usec() < end);
+                        (void)engine_run_once(e, 10000);
+                }
+                assert_int_equal(c[k].job_result, ENGINE_JOB_DONE);
+                for (size_t i = 0; i < c[k].n; i++, in++) {
+                        assert_result_matches(&c[k].results[i], HASH_SHA256, f.paths[in]);
+                        if (c[k].results[i].shard < SHARDS)
+                                per_shard[c[k].results[i].shard]++;
+                }
+                engine_job_unref(jobs[k]);
+                collector_done(&c[k]);
+        }
+        print_message("# files per shard %u %u %u\n", per_shard[0], per_shard[1], per_shard[2]);
+        for (unsigned s = 0; s < SHARDS; s++)
+                assert_true(per_shard[s] > 0);
+        engine_free(e);
+        assert_int_equal(th_count_fds(), fds);
+        files_free(&f);
+}
+
+/* The same jobs, the engine freed right after they start: each is let go once, whichever shards it
+ * was queued to, and the fds of its inputs are closed (ASan: nothing leaks). */
+static void test_small_jobs_free(void **state)
+{
+        Files f;
+        Engine *e = NULL;
+        EngineJob *jobs[SMALL_JOBS];
+        int fds = th_count_fds();
+
+        files_make(&f, SMALL_JOBS + SMALL_JOBS / 4);
+        assert_int_equal(engine_new(&(EngineConfig){ .workers = SHARDS }, &e), 0);
+        for (size_t k = 0, in = 0; k < SMALL_JOBS; k++) {
+                size_t n = k % 4 == 3 ? 2 : 1;
+
+                assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &jobs[k]), 0);
+                for (size_t i = 0; i < n; i++, in++) {
+                        int fd = open(f.paths[in], O_RDONLY | O_CLOEXEC);
+                        assert_true(fd >= 0);
+                        assert_int_equal(engine_job_add_fd(jobs[k], fd), (int)i);
+                }
+                assert_int_equal(engine_job_start(jobs[k], NULL, NULL), 0);
+        }
+        engine_free(e);
+        for (size_t k = 0; k < SMALL_JOBS; k++)
+                engine_job_unref(jobs[k]);
+        assert_int_equal(th_count_fds(), fds);
+        files_free(&f);
+}
+
 /* Two endless streams per shard (/dev/zero fds): once every shard has hashed some, a cancel ends all
  * six mid-read, each on its shard, and every fd the engine took is closed. */
 static void test_cancel_every_shard(void **state)
@@ -289,6 +370,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spread_ordered),
                 cmocka_unit_test(test_pread_shard),
+                cmocka_unit_test(test_small_jobs),
+                cmocka_unit_test(test_small_jobs_free),
                 cmocka_unit_test(test_cancel_every_shard),
                 cmocka_unit_test(test_memlock_split),
         };

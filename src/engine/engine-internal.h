@@ -98,6 +98,9 @@ struct EngineJob {
          * the first shard with a free slot opens the next file), and each shard's view. */
         _Atomic size_t next_input;
         JobShard *shards;
+        /* The shards it is queued to, from engine_job_start(): first_shard and the ones after it,
+         * n_targets in all (every shard, unless it has fewer inputs than there are shards). */
+        unsigned first_shard, n_targets;
 
         /* Any thread. */
         _Atomic bool cancel_requested;
@@ -250,6 +253,7 @@ struct Engine {
         /* Started jobs with a path among their inputs, until freed. While none is, every input is
          * an fd the caller opened: opening one needs no disk, so the disk watch does not hold it. */
         _Atomic unsigned path_jobs;
+        _Atomic unsigned next_target;  /* where a job with fewer inputs than shards goes next */
 
         _Atomic uint64_t bytes_hashed;
         _Atomic uint64_t files_linked;

@@ -285,9 +285,11 @@ Engine *engine_free(Engine *e)
         e->live_jobs = NULL;
 
         /* Jobs queued but never seen by a shard, and undelivered events, hold references: a job is
-         * queued to every shard with one reference, so shard 0's list holds them all. */
-        for (size_t i = 0; e->shards && i < e->shards[0].n_new_jobs; i++)
-                engine_job_unref(e->shards[0].new_jobs[i]);
+         * queued to its shards with one reference, dropped here where it is queued to its first. */
+        for (unsigned s = 0; e->shards && s < e->n_shards; s++)
+                for (size_t i = 0; i < e->shards[s].n_new_jobs; i++)
+                        if (e->shards[s].new_jobs[i]->first_shard == s)
+                                engine_job_unref(e->shards[s].new_jobs[i]);
         for (size_t i = 0; i < e->n_events; i++)
                 if (e->events[i].type == EVENT_JOB) {
                         e->events[i].job->finished = true;
