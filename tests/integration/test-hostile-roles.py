@@ -1583,37 +1583,45 @@ def role_load_ctl(args):
 
 def role_latency(args):
     """root during the load test: a HashFds of a 4 KiB file on the bus every interval s for seconds
-    s, each timed from the call to its JobFinished and its digest checked; and, as a control, a
-    Peer.Ping of dbus-daemon itself right after each (what the bus and this process's own scheduling
+    s, each timed from the call to its JobFinished and its digest checked; right after each, the same
+    on a direct connection (OpenConnection: how fhashctl and libfhash reach fhashd by default); and,
+    as a control, a Peer.Ping of dbus-daemon itself (what the bus and this process's own scheduling
     cost, whoever serves the call)."""
     path, seconds, interval = args[0], float(args[1]), float(args[2])
     want = sha256_file(path)
     c = Conn.system()
-    lat, bus, problems = [], [], {}
-    t0 = time.monotonic()
-    k = 0
-    while time.monotonic() - t0 < seconds:
+    d = Conn.direct(c.open_connection())
+    lat, direct, bus, problems = [], [], [], {}
+
+    def one(conn, out):
         fd = os.open(path, os.O_RDONLY)
         t = time.monotonic()
-        j, e, _ = try_call(lambda: c.hash_fds([fd], timeout=10000))
+        j, e, _ = try_call(lambda: conn.hash_fds([fd], timeout=10000))
         os.close(fd)
-        if j and c.wait([j], 10):
-            lat.append((c.finished_at.pop(j) - t) * 1000)
-            r = c.results.pop(j, {}).get(0)
-            c.finished.pop(j)
+        if j and conn.wait([j], 10):
+            out.append((conn.finished_at.pop(j) - t) * 1000)
+            r = conn.results.pop(j, {}).get(0)
+            conn.finished.pop(j)
             if not r or r[2] != want:
                 problems[f"wrong: {r}"[:120]] = problems.get(f"wrong: {r}"[:120], 0) + 1
         else:
-            lat.append((time.monotonic() - t) * 1000)
+            out.append((time.monotonic() - t) * 1000)
             k_ = (e or "not finished in 10 s").split(":")[0]
             problems[k_] = problems.get(k_, 0) + 1
+
+    t0 = time.monotonic()
+    k = 0
+    while time.monotonic() - t0 < seconds:
+        one(c, lat)
+        one(d, direct)
         t = time.monotonic()
         try_call(lambda: c.call("/org/freedesktop/DBus", PEER, "Ping", timeout=10000, dest="org.freedesktop.DBus"))
         bus.append((time.monotonic() - t) * 1000)
         k += 1
         time.sleep(max(0.0, t0 + k * interval - time.monotonic()))
     emit("RESULT", {"n": len(lat), "p50_ms": round(percentile(lat, 50), 1), "p99_ms": round(percentile(lat, 99), 1),
-                    "max_ms": round(max(lat), 1), "bus_p50_ms": round(percentile(bus, 50), 1),
+                    "max_ms": round(max(lat), 1), "direct_p50_ms": round(percentile(direct, 50), 1),
+                    "direct_p99_ms": round(percentile(direct, 99), 1), "bus_p50_ms": round(percentile(bus, 50), 1),
                     "bus_p99_ms": round(percentile(bus, 99), 1), "problems": problems})
 
 

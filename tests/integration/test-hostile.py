@@ -1576,7 +1576,7 @@ def sub_N3(env, s):
 
 LOAD_UIDS = range(2001, 2033)   # 32 uids, with passwd entries in the namespace only (Env.setup_users)
 LOAD_S = float(os.environ.get("FHASH_LOAD_S") or 60)  # tests/meson.build sets 20 for the suite
-LOAD_INTERVAL_S = 0.1           # root's 4 KiB file, on the bus
+LOAD_INTERVAL_S = 0.1           # root's 4 KiB file, on the bus (then on a direct connection)
 # Root's p99 may be the bus's own p99 (a Ping of dbus-daemon measured beside each call: what
 # dbus-daemon and the client's own scheduling cost under this load, whoever serves the call) plus
 # this: fhashd's part. The issue's goal is 50 ms (LOAD_GOAL_MS, reported as a figure, met or not);
@@ -1628,9 +1628,11 @@ def sub_LOAD(env, s):
     """32 uids stream mixed jobs at once (bus and direct, Python and fhashctl): root is served in time.
 
     Issue 24 item 8: LOAD_S seconds ($FHASH_LOAD_S; 60 by default, 20 in the suite), one root client
-    hashing a 4 KiB file on the bus every 100 ms: its p99 latency within LOAD_P99_MS of the bus's own
-    p99 (measured beside it), no job lost, wrong, failed or refused, fhashd's fds back at baseline and
-    its VmRSS within LOAD_RSS_SLACK_MIB of it after; the issue's goal (LOAD_GOAL_MS) is a figure. At 79159ff root's p99 is 86-307 ms (the bus's own
+    hashing a 4 KiB file on the bus every 100 ms (and right after each the same on a direct connection,
+    as fhashctl and libfhash connect by default): its p99 latency on the bus within LOAD_P99_MS of the
+    bus's own p99 (measured beside it), no job lost, wrong, failed or refused, fhashd's fds back at
+    baseline and its VmRSS within LOAD_RSS_SLACK_MIB of it after; the issue's goal (LOAD_GOAL_MS) is a
+    figure, on the bus and direct. At 79159ff root's p99 is 86-307 ms (the bus's own
     round trip, measured beside it: 15-50 ms)."""
     manifests = load_files(env)
     fhashctl = os.environ.get("FHASHCTL") or os.path.join(os.environ.get("FHASH_BUILD_ROOT", ""), "src", "fhashctl")
@@ -1678,8 +1680,11 @@ def sub_LOAD(env, s):
         bound = LOAD_P99_MS * env.slow + (root.get("bus_p99_ms") or 0)
         if root.get("p99_ms") is not None:
             over = root["p99_ms"] - (root.get("bus_p99_ms") or 0)
-            s.fig("goal", f"root's p99 {root['p99_ms']} ms, {over:.1f} ms over the bus's: the issue's goal of "
-                          f"{LOAD_GOAL_MS} ms is {'met' if root['p99_ms'] <= LOAD_GOAL_MS else 'not met'}")
+            dp99 = root.get("direct_p99_ms")
+            s.fig("goal", f"root's p99 {root['p99_ms']} ms on the bus ({over:.1f} ms over the bus's own), {dp99} ms "
+                          f"on a direct connection (fhashctl's and libfhash's default): the issue's goal of "
+                          f"{LOAD_GOAL_MS} ms is {'met' if root['p99_ms'] <= LOAD_GOAL_MS else 'not met'} on the bus, "
+                          f"{'met' if dp99 is not None and dp99 <= LOAD_GOAL_MS else 'not met'} direct")
         s.expect(root.get("p99_ms") is not None and root["p99_ms"] <= bound,
                  f"root's 4 KiB file every {LOAD_INTERVAL_S * 1000:.0f} ms: p99 {root.get('p99_ms')} ms (bound "
                  f"{bound:.0f} ms: {LOAD_P99_MS * env.slow:.0f} ms over the bus's own round trip, p99 "
