@@ -259,9 +259,12 @@ static void job_pick_targets(Engine *e, EngineJob *j)
         j->n_targets = n;
 }
 
+/* The k-th of j's shards (k < n_targets): first_shard and the ones after it, round the end. */
 static Shard *job_target(Engine *e, const EngineJob *j, unsigned k)
 {
-        return &e->shards[(j->first_shard + k) % e->n_shards];
+        unsigned i = j->first_shard + k;
+
+        return &e->shards[i >= e->n_shards ? i - e->n_shards : i];
 }
 
 /* The job goes to its shards (job_pick_targets()), all control locks held: a shard takes its
