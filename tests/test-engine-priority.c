@@ -362,6 +362,52 @@ static uint64_t child_read_bytes(pid_t pid)
         return v;
 }
 
+/* Whether dir is on a block device that takes O_DIRECT (and, with cachestat, the kernel has
+ * cachestat(2)): a disk the watch can share with another reader. Says why not where it is not. */
+static bool disk_to_share(const char *dir, bool cachestat)
+{
+        struct stat st;
+
+        assert_int_equal(stat(dir, &st), 0);
+        if ((!cachestat || have_cachestat()) && major(st.st_dev) != 0 && dir_has_direct(dir))
+                return true;
+        print_message("# %s is not on a block device that takes O_DIRECT%s: no disk to share\n", dir,
+                      cachestat ? ", or no cachestat" : "");
+        return false;
+}
+
+/* Another process reading the disk of dir: a 16 MiB file there, written back first (an O_DIRECT
+ * read of dirty pages waits for their writeback), read by foreign_reader(), under way (the kernel
+ * counted some of its reads) when this returns. */
+static pid_t foreign_reader_start(const char *dir)
+{
+        _cleanup_free_ char *big = NULL;
+        uint64_t end;
+        pid_t child;
+
+        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
+        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
+        file_make_cold(big);
+        child = foreign_reader(big);
+        end = now_usec() + 10 * USEC_PER_SEC;
+        while (child_read_bytes(child) < (64u << 10)) {
+                assert_true(now_usec() < end);
+                (void)usleep(1000);
+        }
+        return child;
+}
+
+/* Ends it; whether it was still reading until then. */
+static bool foreign_reader_stop(pid_t child)
+{
+        bool alive = waitpid(child, &(int){ 0 }, WNOHANG) == 0;
+        int status;
+
+        kill(child, SIGKILL);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        return alive && WIFSIGNALED(status);
+}
+
 /* 256 MiB: longer than a few of diskwatch's samples, whatever the disk. */
 #define N_DISK 256
 
@@ -372,47 +418,32 @@ static uint64_t child_read_bytes(pid_t pid)
  */
 static void test_disk_yield(void **state)
 {
-        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *big = NULL;
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
         char *paths[N_DISK];
-        struct stat st;
         Engine *bg;
         Collector c;
         EngineJob *j;
         uint64_t end;
         pid_t child;
-        int status;
 
-        assert_int_equal(stat(dir, &st), 0);
-        if (major(st.st_dev) == 0 || !dir_has_direct(dir)) {
-                print_message("# %s is not on a block device that takes O_DIRECT: no disk to share\n", dir);
+        if (!disk_to_share(dir, false)) {
                 th_rm_rf(dir);
                 skip();
                 return;
         }
-        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
-        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
         make_files(dir, paths, N_DISK, 1u << 20);
         for (size_t i = 0; i < N_DISK; i++)
                 file_make_cold(paths[i]);
         bg = new_background(NULL, 2);
 
-        /* Written back first: an O_DIRECT read of dirty pages waits for their writeback. */
-        file_make_cold(big);
-        child = foreign_reader(big);
-        /* The child's reads are under way (the kernel counted some) before the job starts. */
-        end = now_usec() + 10 * USEC_PER_SEC;
-        while (child_read_bytes(child) < (64u << 10)) {
-                assert_true(now_usec() < end);
-                (void)usleep(1000);
-        }
+        /* The child's reads are under way before the job starts. */
+        child = foreign_reader_start(dir);
         j = start_paths(bg, NULL, paths, N_DISK, &c);
         end = now_usec() + 30 * USEC_PER_SEC;
         while (engine_get_disk_holds(bg) < 3 && now_usec() < end)
                 assert_true(engine_run_once(bg, 10000) >= 0);
         size_t during = c.n_seen;
-        kill(child, SIGKILL);
-        assert_int_equal(waitpid(child, &status, 0), child);
-        assert_true(WIFSIGNALED(status));
+        assert_true(foreign_reader_stop(child));
         print_message("# %" PRIu64 " holds, %zu of %d files done while another process read the disk\n",
                       engine_get_disk_holds(bg), during, N_DISK);
         assert_true(engine_get_disk_holds(bg) >= 3);
@@ -440,49 +471,34 @@ static void test_disk_yield(void **state)
  */
 static void test_disk_yield_cached(void **state)
 {
-        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *big = NULL, *path = NULL;
-        struct stat st;
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *path = NULL;
         PageCacheState pc;
         Engine *bg;
         Collector c;
         EngineJob *j;
         uint64_t end;
         pid_t child;
-        int status;
 
-        assert_int_equal(stat(dir, &st), 0);
-        if (!have_cachestat() || major(st.st_dev) == 0 || !dir_has_direct(dir)) {
-                print_message("# %s is not on a block device that takes O_DIRECT, or no cachestat: nothing to tell\n", dir);
+        if (!disk_to_share(dir, true)) {
                 th_rm_rf(dir);
                 skip();
                 return;
         }
-        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
-        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
         assert_true(asprintf(&path, "%s/cached", dir) > 0);
         assert_int_equal(th_write_random_file(path, CACHED_SIZE, 5), 0);
         file_make_cold(path);
         file_make_cached(path, 0, CACHED_SIZE);
         bg = new_background(NULL, 2);
 
-        file_make_cold(big);
-        child = foreign_reader(big);
-        end = now_usec() + 10 * USEC_PER_SEC;
-        while (child_read_bytes(child) < (64u << 10)) {
-                assert_true(now_usec() < end);
-                (void)usleep(1000);
-        }
+        child = foreign_reader_start(dir);
         j = start_paths(bg, NULL, &path, 1, &c);
         end = now_usec() + 30 * USEC_PER_SEC;
         while (!c.done && now_usec() < end)
                 assert_true(engine_run_once(bg, 10000) >= 0);
         /* Done while the other process still reads, and the watch saw it: held for a reason. */
-        bool alive = waitpid(child, &status, WNOHANG) == 0;
         print_message("# cached file %s, %" PRIu64 " holds, while another process read the disk\n",
                       c.done ? "done" : "NOT done", engine_get_disk_holds(bg));
-        kill(child, SIGKILL);
-        assert_int_equal(waitpid(child, &status, 0), child);
-        assert_true(alive);
+        assert_true(foreign_reader_stop(child));
         assert_true(c.done);
         assert_true(engine_get_disk_holds(bg) >= 1);
         wait_job(bg, &c, 60 * USEC_PER_SEC);
@@ -515,25 +531,19 @@ static void test_disk_yield_cached(void **state)
  */
 static void test_disk_yield_cached_fds(void **state)
 {
-        _cleanup_free_ char *dir = th_mkdtemp("engine-prio"), *big = NULL;
+        _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
         char *paths[N_FDS];
-        struct stat st;
         Engine *bg;
         Collector c;
         EngineJob *j = NULL;
         uint64_t end;
         pid_t child;
-        int status;
 
-        assert_int_equal(stat(dir, &st), 0);
-        if (!have_cachestat() || major(st.st_dev) == 0 || !dir_has_direct(dir)) {
-                print_message("# %s is not on a block device that takes O_DIRECT, or no cachestat: nothing to tell\n", dir);
+        if (!disk_to_share(dir, true)) {
                 th_rm_rf(dir);
                 skip();
                 return;
         }
-        assert_true(asprintf(&big, "%s/foreign", dir) > 0);
-        assert_int_equal(th_write_random_file(big, 16u << 20, 9), 0);
         make_files(dir, paths, N_FDS, 512u << 10);
         for (size_t i = 0; i < N_FDS; i++) {
                 file_make_cold(paths[i]);
@@ -541,13 +551,7 @@ static void test_disk_yield_cached_fds(void **state)
         }
         bg = new_background(NULL, 2);
 
-        file_make_cold(big);
-        child = foreign_reader(big);
-        end = now_usec() + 10 * USEC_PER_SEC;
-        while (child_read_bytes(child) < (64u << 10)) {
-                assert_true(now_usec() < end);
-                (void)usleep(1000);
-        }
+        child = foreign_reader_start(dir);
         /* Cached again right before: a file the kernel evicted a folio of meanwhile (see
          * test_disk_yield_cached) would be held, rightly, until the other process stops. */
         for (size_t i = 0; i < N_FDS; i++)
@@ -563,12 +567,9 @@ static void test_disk_yield_cached_fds(void **state)
         end = now_usec() + 30 * USEC_PER_SEC;
         while (!c.done && now_usec() < end)
                 assert_true(engine_run_once(bg, 10000) >= 0);
-        bool alive = waitpid(child, &status, WNOHANG) == 0;
         print_message("# %zu of %d cached fds done, %" PRIu64 " holds, while another process read the disk\n",
                       c.n_seen, N_FDS, engine_get_disk_holds(bg));
-        kill(child, SIGKILL);
-        assert_int_equal(waitpid(child, &status, 0), child);
-        assert_true(alive);
+        assert_true(foreign_reader_stop(child));
         assert_true(c.done);
         assert_true(engine_get_disk_holds(bg) >= 1);
         for (size_t i = 0; i < N_FDS; i++)
