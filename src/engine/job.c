@@ -267,9 +267,15 @@ static Shard *job_target(Engine *e, const EngineJob *j, unsigned k)
         return &e->shards[i >= e->n_shards ? i - e->n_shards : i];
 }
 
-/* The job goes to its shards (job_pick_targets()), all control locks held: a shard takes its
- * inputs as soon as it has a slot free, and each holds it (results_pending) until it is on none of
- * its lists. */
+/* Whether shard i is one of j's. */
+static bool job_has_target(const Engine *e, const EngineJob *j, unsigned i)
+{
+        return (i >= j->first_shard ? i - j->first_shard : i + e->n_shards - j->first_shard) < j->n_targets;
+}
+
+/* The job goes to its shards (job_pick_targets()), their control locks held (taken in index order,
+ * the others left alone): a shard takes its inputs as soon as it has a slot free, and each holds it
+ * (results_pending) until it is on none of its lists. */
 int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *userdata)
 {
         Engine *e = j->engine;
@@ -286,7 +292,8 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
 
         job_pick_targets(e, j);
         for (i = 0; i < e->n_shards; i++)
-                pthread_mutex_lock(&e->shards[i].control_lock);
+                if (job_has_target(e, j, i))
+                        pthread_mutex_lock(&e->shards[i].control_lock);
         for (i = 0; i < j->n_targets && k >= 0; i++)
                 k = shard_queue_job(job_target(e, j, i), j);
         if (k < 0)
@@ -302,7 +309,8 @@ int engine_job_start(EngineJob *j, const EngineJobCallbacks *callbacks, void *us
                 (void)engine_job_ref(j); /* the engine's, one for all shards */
         }
         for (i = e->n_shards; i-- > 0;)
-                pthread_mutex_unlock(&e->shards[i].control_lock);
+                if (job_has_target(e, j, i))
+                        pthread_mutex_unlock(&e->shards[i].control_lock);
         if (k < 0)
                 return k;
 
