@@ -173,10 +173,9 @@ void file_opened(Shard *s, FileSlot *f)
                         return;
                 }
                 /* Opened O_NONBLOCK only so a FIFO's open could not hang; reads must block (on a
-                 * regular file io_uring would answer -EAGAIN for uncached data otherwise). */
-                int fl = fcntl(f->fd, F_GETFL);
-                if (fl >= 0)
-                        (void)fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK);
+                 * regular file io_uring would answer -EAGAIN for uncached data otherwise). Our own
+                 * open, so its flags are job_open_flags()'s: F_SETFL alone, no F_GETFL first. */
+                (void)fcntl(f->fd, F_SETFL, job_open_flags(f->job) & ~O_NONBLOCK);
         }
 
         if (S_ISREG(m) && file_measure_verity(s, f))
