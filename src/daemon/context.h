@@ -23,7 +23,7 @@ typedef struct Context Context;
 typedef struct Gate Gate;
 typedef struct FdScreen FdScreen;
 typedef struct Closing Closing;
-struct SenderUid;
+struct SenderUids;
 
 struct Context {
         sd_event *event;
@@ -31,7 +31,7 @@ struct Context {
         Gate *bus_gate;       /* reads the bus socket for sd-bus (gate.h) */
         sd_bus *driver;       /* asks the bus driver what the bus connection cannot (bus-connect.h) */
         char *bus_address;
-        struct SenderUid *sender_uids; /* senders' uids as the driver said them */
+        struct SenderUids *sender_uids; /* senders' uids as the driver said them (bus-connect.c) */
         FdScreen *fd_screen;  /* judges every fd a gate receives */
         Closing *closing;     /* fds only the closer may close */
         Engine *engine;
