@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test-engine-shards.c: the engine's shards (a ring per core): a job's inputs spread over every
  * shard (a job of fewer inputs to as many shards), result order kept where asked, a cancel reaching
- * files mid-read on every shard, one shard on pread beside others on io_uring, the registered pool
+ * streams mid-read on every shard, one shard on pread beside others on io_uring, the registered pool
  * split under an 8 MiB memlock limit; fds back where they were after each */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -287,36 +288,61 @@ static void test_small_jobs_free(void **state)
         files_free(&f);
 }
 
-/* Two endless streams per shard (/dev/zero fds): once every shard has hashed some, a cancel ends all
- * six mid-read, each on its shard, and every fd the engine took is closed. */
+/* Two streams per shard, pipes that never reach EOF (their writers stay open), STREAM_BYTES in each:
+ * once every pipe is drained and all its bytes hashed, a cancel ends all six mid-read (a read of each
+ * waits for more), each on its shard, and every fd the engine took is closed. A shard holds two at
+ * most (max_open 2 per shard), so all six are open only once each shard has taken two, whatever
+ * order the threads get the two CPUs in. /dev/zero streams and a wait for 64 buffers per stream on
+ * average (in all) left a stream of a shard that had not run yet cancelled before it opened, when
+ * other test programs held both cores. */
+#define STREAM_BYTES (64u << 10) /* a pipe's default size: written at once, never blocking */
+
 static void test_cancel_every_shard(void **state)
 {
         enum { N = 2 * SHARDS };
+        static uint8_t data[STREAM_BYTES];
         Engine *e = NULL;
         EngineJob *j = NULL;
         Ordered o = {};
+        int writers[N];
         int fds = th_count_fds();
+        uint64_t end = now_usec() + 60 * 1000000ull;
 
         assert_int_equal(engine_new(&(EngineConfig){ .workers = SHARDS, .max_open = N }, &e), 0);
         collector_init(&o.c, N);
         assert_int_equal(engine_job_new(e, HASH_SHA256, NULL, &j), 0);
+        memset(data, 'z', sizeof(data));
         for (unsigned i = 0; i < N; i++) {
-                int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-                assert_true(fd >= 0);
-                assert_int_equal(engine_job_add_fd(j, fd), (int)i);
+                int p[2];
+                assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+                assert_int_equal(write(p[1], data, sizeof(data)), (ssize_t)sizeof(data));
+                writers[i] = p[1];
+                assert_int_equal(engine_job_add_fd(j, p[0]), (int)i);
         }
         assert_int_equal(engine_job_start(j, &ordered_callbacks, &o), 0);
 
-        /* Every stream has had buffers: 64 per stream on average. 8 (48 MiB in all, ~25 ms) was
-         * less than a shard may wait for a core beside two other test programs on two cores, and a
-         * stream of the shard that had not run yet ended cancelled with nothing read (CI, once). */
-        wait_bytes_done(e, j, (uint64_t)N * 64 * SLOT);
+        for (;;) {
+                EngineJobProgress p;
+                bool drained = true;
+
+                assert_true(now_usec() < end);
+                (void)engine_run_once(e, 10000);
+                for (unsigned i = 0; i < N; i++) {
+                        int queued = -1;
+                        assert_int_equal(ioctl(writers[i], FIONREAD, &queued), 0);
+                        drained = drained && queued == 0;
+                }
+                engine_job_get_progress(j, &p);
+                if (drained && p.bytes_done >= (uint64_t)N * STREAM_BYTES)
+                        break;
+        }
         engine_job_cancel(j);
         wait_job(e, &o.c, 60 * 1000000ull);
         assert_int_equal(o.c.job_result, ENGINE_JOB_CANCELLED);
         for (unsigned i = 0; i < N; i++) {
                 assert_int_equal(o.c.results[i].status, ENGINE_FILE_CANCELLED);
-                assert_true(o.c.results[i].size > 0); /* mid-read, not before it began */
+                assert_int_equal(o.c.results[i].size, STREAM_BYTES); /* mid-read, all it had read */
+                assert_int_equal(close(writers[i]), 0);
         }
         print_message("streams per shard %u %u %u\n", o.per_shard[0], o.per_shard[1], o.per_shard[2]);
         for (unsigned s = 0; s < SHARDS; s++)
