@@ -39,6 +39,16 @@ struct SenderUids {
         struct SenderUid *table;  /* uthash's head */
         struct SenderUid *slab;   /* SENDER_UIDS_MAX entries */
         unsigned n_used;
+        /* The question bus_driver_uid_async() has out (one at a time: the bus gate waits for it). */
+        sd_bus_slot *query;
+        char query_name[SENDER_NAME_MAX];
+        /* The last question's answer, also when it could not be kept in the table (no memory): the
+         * gate asks again for it at once, and must not ask the driver again. */
+        char answer_name[SENDER_NAME_MAX];
+        uid_t answer_uid;
+        /* The last question that failed: its sender's next bus_driver_uid_async() says so, once. */
+        char failed_name[SENDER_NAME_MAX];
+        int failed_error;
 };
 
 int bus_address_resolve(BusKind kind, const char *address, char **ret)
@@ -268,37 +278,66 @@ int bus_connect(Context *c, const char *address, const GateOps *ops, void *userd
         return open_driver(c);
 }
 
+/* A question out to the driver ends unanswered (the driver connection goes): the gate waiting for it
+ * goes on, its sender's uid unknown. */
+static void sender_uids_abort_query(Context *c)
+{
+        struct SenderUids *u = c->sender_uids;
+
+        if (!u || !u->query)
+                return;
+        u->query = sd_bus_slot_unref(u->query);
+        memcpy(u->failed_name, u->query_name, sizeof(u->failed_name));
+        u->failed_error = -ECONNRESET;
+        if (c->bus_gate)
+                gate_sender_uid_known(c->bus_gate);
+}
+
 static void sender_uids_free(Context *c)
 {
         struct SenderUids *u = c->sender_uids;
 
         if (!u)
                 return;
+        u->query = sd_bus_slot_unref(u->query);
         HASH_CLEAR(hh, u->table);
         free(u->slab);
         c->sender_uids = mfree(u);
 }
 
+static struct SenderUids *sender_uids_get(Context *c)
+{
+        struct SenderUids *u = c->sender_uids;
+
+        if (u)
+                return u;
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return NULL;
+        u->slab = calloc(SENDER_UIDS_MAX, sizeof(*u->slab));
+        if (!u->slab)
+                return mfree(u);
+        return c->sender_uids = u;
+}
+
+static struct SenderUid *sender_uids_find(Context *c, const char *sender)
+{
+        struct SenderUid *s = NULL;
+
+        if (c->sender_uids)
+                HASH_FIND_STR(c->sender_uids->table, sender, s);
+        return s;
+}
+
 /* Keeps sender's uid, if there is room for it (nothing is lost when there is not). */
 static void sender_uids_add(Context *c, const char *sender, uid_t uid)
 {
-        struct SenderUids *u = c->sender_uids;
+        struct SenderUids *u;
         struct SenderUid *s;
         size_t len = strlen(sender);
 
-        if (len >= SENDER_NAME_MAX)
+        if (len >= SENDER_NAME_MAX || !(u = sender_uids_get(c)))
                 return;
-        if (!u) {
-                u = calloc(1, sizeof(*u));
-                if (!u)
-                        return;
-                u->slab = calloc(SENDER_UIDS_MAX, sizeof(*u->slab));
-                if (!u->slab) {
-                        free(u);
-                        return;
-                }
-                c->sender_uids = u;
-        }
         if (u->n_used >= SENDER_UIDS_MAX) {
                 HASH_CLEAR(hh, u->table);
                 u->n_used = 0;
@@ -311,28 +350,101 @@ static void sender_uids_add(Context *c, const char *sender, uid_t uid)
                 u->n_used++;
 }
 
+/* c->driver, opened again if it went. */
+static int driver_get(Context *c)
+{
+        if (c->driver && sd_bus_is_open(c->driver) > 0)
+                return 0;
+        sender_uids_abort_query(c);
+        c->driver = sd_bus_flush_close_unref(c->driver);
+        return open_driver(c);
+}
+
+static int on_uid_answer(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+        Context *c = userdata;
+        struct SenderUids *u = c->sender_uids;
+        uint32_t uid = 0;
+        int r;
+
+        u->query = sd_bus_slot_unref(u->query);
+        if (sd_bus_message_is_method_error(reply, NULL))
+                r = sd_bus_message_get_errno(reply) > 0 ? -sd_bus_message_get_errno(reply) : -EIO;
+        else
+                r = sd_bus_message_read(reply, "u", &uid);
+        if (r < 0) {
+                memcpy(u->failed_name, u->query_name, sizeof(u->failed_name));
+                u->failed_error = r;
+        } else {
+                sender_uids_add(c, u->query_name, (uid_t)uid);
+                memcpy(u->answer_name, u->query_name, sizeof(u->answer_name));
+                u->answer_uid = (uid_t)uid;
+        }
+        if (c->bus_gate)
+                gate_sender_uid_known(c->bus_gate);
+        return 0;
+}
+
+int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret)
+{
+        struct SenderUids *u;
+        struct SenderUid *s;
+        size_t len;
+        int r;
+
+        if (!sender)
+                return -ENXIO;
+        len = strlen(sender);
+        if (len >= SENDER_NAME_MAX)
+                return bus_driver_uid(c, sender, ret); /* never kept, so never asked without waiting */
+        s = sender_uids_find(c, sender);
+        if (s) {
+                *ret = s->uid;
+                return 0;
+        }
+        u = sender_uids_get(c);
+        if (!u)
+                return -ENOMEM;
+        if (streq(u->answer_name, sender)) {
+                *ret = u->answer_uid;
+                return 0;
+        }
+        if (u->failed_error < 0 && streq(u->failed_name, sender)) {
+                r = u->failed_error;
+                u->failed_error = 0;
+                return r;
+        }
+        if (u->query)
+                return -EAGAIN; /* another sender's: this one is asked once that is answered */
+        r = driver_get(c);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method_async(c->driver, &u->query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetConnectionUnixUser", on_uid_answer, c, "s", sender);
+        if (r < 0)
+                return r;
+        memcpy(u->query_name, sender, len + 1);
+        return -EAGAIN;
+}
+
 int bus_driver_uid(Context *c, const char *sender, uid_t *ret)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        struct SenderUid *s = NULL;
+        struct SenderUid *s;
         uint32_t uid;
         int r;
 
         if (!sender)
                 return -ENXIO;
-        if (c->sender_uids)
-                HASH_FIND_STR(c->sender_uids->table, sender, s);
+        s = sender_uids_find(c, sender);
         if (s) {
                 *ret = s->uid;
                 return 0;
         }
-        if (!c->driver || sd_bus_is_open(c->driver) <= 0) {
-                c->driver = sd_bus_flush_close_unref(c->driver);
-                r = open_driver(c);
-                if (r < 0)
-                        return r;
-        }
+        r = driver_get(c);
+        if (r < 0)
+                return r;
         r = sd_bus_call_method(c->driver, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "GetConnectionUnixUser", &error, &reply, "s", sender);
         if (r < 0)
@@ -352,7 +464,7 @@ void bus_disconnect(Context *c)
                 c->bus = sd_bus_flush_close_unref(c->bus);
         }
         c->bus_gate = gate_free(c->bus_gate);
-        c->driver = sd_bus_flush_close_unref(c->driver);
         sender_uids_free(c);
+        c->driver = sd_bus_flush_close_unref(c->driver);
         c->bus_address = mfree(c->bus_address);
 }

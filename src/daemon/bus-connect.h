@@ -36,8 +36,14 @@ int bus_connect(Context *c, const char *address, const GateOps *ops, void *userd
 
 /* The euid the bus driver saw when sender (a unique name) connected, never augmented from /proc.
  * A unique name is never reused and its uid never changes: the answer is kept. A blocking round trip
- * to dbus-daemon the first time. */
+ * to dbus-daemon the first time: the bus gate asks first, without waiting (below), so that a method
+ * handler finds the answer kept. */
 int bus_driver_uid(Context *c, const char *sender, uid_t *ret);
+
+/* The same without waiting: 0 and *ret from what is kept; -EAGAIN while the driver is asked (one
+ * question at a time; gate_sender_uid_known(c->bus_gate) runs once it is answered or has failed);
+ * after a failure, its error, once, for that sender. Long names (never kept) are asked as above. */
+int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret);
 
 /* Closes c->bus, c->bus_gate and c->driver. */
 void bus_disconnect(Context *c);

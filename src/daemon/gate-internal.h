@@ -42,6 +42,7 @@ struct Gate {
         bool authenticated;           /* the handshake went through */
         bool closed;                  /* nothing more is read: end of input, or a violation */
         bool waiting;                 /* not reading for now: sd-bus is behind, or no room for fds */
+        bool uid_pending;             /* GATE_CLIENT: waiting for sender_uid() to find a uid out */
         bool seen_ok;                 /* GATE_CLIENT: the bus said OK */
 
         uint8_t *buf;                 /* read, not passed on yet */
@@ -76,16 +77,20 @@ FdBatch *batch_new(Gate *g);
 FdBatch *batch_free(Gate *g, FdBatch *b, uid_t uid);
 /* A direct client's uid, or UID_UNKNOWN on the bus. */
 uid_t gate_default_uid(const Gate *g);
-/* The uid whose fds these are: a direct client's, or the bus sender's as the bus driver knows it. */
-uid_t gate_sender_uid(Gate *g, const char *sender);
+/* The uid whose fds these are: a direct client's, or the bus sender's as the bus driver knows it
+ * (UID_UNKNOWN if it cannot say), in *ret; -EAGAIN while that is found out: the gate waits for it. */
+int gate_sender_uid(Gate *g, const char *sender, uid_t *ret);
+/* Stops reading until gate_must_wait() says it may again (checked after each turn of the loop). */
+void gate_wait(Gate *g);
 /* What the client sent cannot be passed on: -EPROTO after the connection was closed for it; 0 on the
  * bus, where the message is dropped instead. */
 int gate_violation(Gate *g, const char *what);
 /* Readies the whole message at buf[0] to go on (gate-message.c): validated, its fds sorted, its
- * header rewritten. 1: it goes; 0: it was dropped (the bus); < 0: the connection was closed for it. */
+ * header rewritten. 1: it goes; 0: it was dropped (the bus); -EAGAIN: its sender's uid is being found
+ * out (nothing done yet: it is readied again once known); < 0: the connection was closed for it. */
 int gate_prepare(Gate *g);
 /* How many fds one read of uid's may take (gate-read.c). */
 size_t gate_room(Gate *g, uid_t uid);
-/* Reads once (gate-read.c): the bytes read (their fds in a new batch), 0 at the end, -EAGAIN,
- * -EPROTO after a violation, -errno. */
+/* Reads once (gate-read.c): the bytes read (their fds in a new batch), 0 at the end, -EAGAIN (also
+ * while a sender's uid is found out), -EPROTO after a violation, -errno. */
 ssize_t gate_read(Gate *g);

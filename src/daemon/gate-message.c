@@ -26,16 +26,25 @@ static const char *gated_member(const DBusHeader *h)
         return NULL;
 }
 
-/* The uid whose fds these are: a direct client's, or the bus sender's as the bus driver knows it. */
-uid_t gate_sender_uid(Gate *g, const char *sender)
+int gate_sender_uid(Gate *g, const char *sender, uid_t *ret)
 {
-        uid_t uid;
+        uid_t uid = UID_UNKNOWN;
+        int r;
 
         if (g->side == GATE_SERVER)
-                return g->uid;
-        if (!sender || !g->ops.sender_uid || g->ops.sender_uid(sender, &uid, g->userdata) < 0)
-                return UID_UNKNOWN;
-        return uid;
+                uid = g->uid;
+        else if (sender && g->ops.sender_uid) {
+                r = g->ops.sender_uid(sender, &uid, g->userdata);
+                if (r == -EAGAIN) {
+                        g->uid_pending = true;
+                        gate_wait(g);
+                        return r;
+                }
+                if (r < 0)
+                        uid = UID_UNKNOWN;
+        }
+        *ret = uid;
+        return 0;
 }
 
 /* Judges the fds of the message h describes: the ones whose close could wait go to the closer, the
@@ -134,8 +143,20 @@ int gate_prepare(Gate *g)
         }
         if (r < 0) {
                 r = gate_violation(g, why ? why : "a message that cannot be read");
-                g->msg_batch = batch_free(g, g->msg_batch, gate_sender_uid(g, NULL));
+                g->msg_batch = batch_free(g, g->msg_batch, gate_default_uid(g));
                 return r;
+        }
+        /* The uid of fds, and of every call on the bus: its handler then finds it known, and no
+         * handler waits for the bus driver (a round trip of 1.2 ms on average, 14 ms at most, for
+         * each of 2,500 new clients under LOAD, 3 s of the loop's 20 when it waited). Before
+         * anything else, so that the message is readied again as if new once the uid is known. */
+        uid = UID_UNKNOWN;
+        if (n_fds > 0 || h.unix_fds > 0 || (g->side == GATE_CLIENT && h.type == DBUS_MESSAGE_METHOD_CALL)) {
+                r = gate_sender_uid(g, h.sender, &uid);
+                if (r < 0)
+                        return r;
+                if (n_fds == 0 && h.unix_fds == 0)
+                        uid = UID_UNKNOWN;
         }
         g->msg_head = h.total - h.body_size;
         member = gated_member(&h);
@@ -145,7 +166,6 @@ int gate_prepare(Gate *g)
                         return r;
                 member = GATE_MEMBER_PREFIX "Refused"; /* no such method: UnknownMethod */
         }
-        uid = n_fds > 0 || h.unix_fds > 0 ? gate_sender_uid(g, h.sender) : UID_UNKNOWN;
         if (member && gated_member(&h) && h.unix_fds > 0) {
                 r = parcel_new(g->side == GATE_CLIENT ? h.sender : NULL, h.serial, uid, h.unix_fds, &p);
                 if (r < 0)

@@ -2,6 +2,7 @@
 /* gate-read.c: a gate's reads: the fds that come with them, taken only as far as their uid has room */
 #include <endian.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -95,7 +96,8 @@ size_t gate_room(Gate *g, uid_t uid)
  * bytes are peeked first (MSG_PEEK without room for fds installs none); if fds come with them, the
  * read takes as many as the sender's uid has room for (a legitimate call brings at most
  * FHASH_MAX_FDS_PER_CALL) and leaves the rest, or all, to the kernel. Returns the room, and in
- * *ret_len how much the read may take (0: as usual). */
+ * *ret_len how much the read may take (0: as usual); SIZE_MAX while the sender's uid is being found
+ * out (nothing is read until it is known). */
 static size_t gate_look(Gate *g, size_t *ret_len)
 {
         struct iovec iov = { .iov_base = g->buf + g->len, .iov_len = g->cap - g->len };
@@ -103,6 +105,7 @@ static size_t gate_look(Gate *g, size_t *ret_len)
         const uint8_t *owner;
         const char *sender;
         size_t room;
+        uid_t uid;
         ssize_t n;
 
         *ret_len = 0;
@@ -113,7 +116,9 @@ static size_t gate_look(Gate *g, size_t *ret_len)
         sender = owner ? peek_sender(owner, (size_t)(g->buf + g->len + n - owner)) : NULL;
         if (!sender)
                 return GATE_FDS_MAX;
-        room = gate_room(g, gate_sender_uid(g, sender));
+        if (gate_sender_uid(g, sender, &uid) < 0)
+                return SIZE_MAX; /* read again once the uid is known */
+        room = gate_room(g, uid);
         *ret_len = (size_t)n;
         return room < FHASH_MAX_FDS_PER_CALL ? 0 : room;
 }
@@ -139,6 +144,8 @@ ssize_t gate_read(Gate *g)
                                       user_room(&g->context->registry.users, UID_UNKNOWN, USER_RESOURCE_TRANSIT) <
                                               GATE_FDS_MAX))
                 room = gate_look(g, &len);
+        if (room == SIZE_MAX)
+                return -EAGAIN;
         if (len > 0)
                 iov.iov_len = len;
         mh.msg_controllen = room > 0 ? CMSG_SPACE(sizeof(int) * room) : 0;

@@ -272,12 +272,15 @@ static size_t gate_unread(Gate *g)
         return (size_t)n;
 }
 
-/* Whether to stop reading for now: sd-bus is behind, or a direct client's uid has no room for one
- * more message's fds. Past its share of closes, a direct connection is closed. */
+/* Whether to stop reading for now: a sender's uid is being found out, sd-bus is behind, or a direct
+ * client's uid has no room for one more message's fds. Past its share of closes, a direct
+ * connection is closed. */
 static bool gate_must_wait(Gate *g)
 {
         Context *c = g->context;
 
+        if (g->uid_pending)
+                return true;
         if (gate_unread(g) > GATE_UNREAD_MAX)
                 return true;
         if (g->side != GATE_SERVER || !g->authenticated)
@@ -290,7 +293,7 @@ static bool gate_must_wait(Gate *g)
         return gate_room(g, g->uid) < FHASH_MAX_FDS_PER_CALL;
 }
 
-static void gate_wait(Gate *g)
+void gate_wait(Gate *g)
 {
         g->waiting = true;
         (void)sd_event_source_set_enabled(g->in_source, SD_EVENT_OFF);
@@ -329,6 +332,8 @@ static void gate_process(Gate *g)
                 }
                 if (!g->msg_ready) {
                         r = gate_prepare(g);
+                        if (r == -EAGAIN)
+                                return; /* readied again once its sender's uid is known */
                         if (r < 0) {
                                 if (r == -ENOMEM)
                                         (void)gate_violation(g, "a message fhashd has no memory for");
@@ -429,6 +434,15 @@ static int on_post(sd_event_source *s, void *userdata)
         if (!g->parcels && !g->waiting)
                 (void)sd_event_source_set_enabled(g->post_source, SD_EVENT_OFF);
         return 0;
+}
+
+void gate_sender_uid_known(Gate *g)
+{
+        if (!g || !g->uid_pending)
+                return;
+        g->uid_pending = false;
+        /* on_post() reads and passes on again after this turn of the loop (gate_wait() left it on). */
+        (void)sd_event_source_set_enabled(g->post_source, SD_EVENT_ON);
 }
 
 Parcel *gate_take_parcel(Gate *g, const char *sender, uint32_t serial)

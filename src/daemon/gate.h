@@ -53,7 +53,8 @@ typedef enum GateSide {
 typedef struct GateOps {
         /* GATE_SERVER: the gate has closed the connection for what the client sent (a description). */
         void (*violation)(Gate *g, const char *what, void *userdata);
-        /* GATE_CLIENT: the uid of a message's sender (a unique name), or -errno. */
+        /* GATE_CLIENT: the uid of a message's sender (a unique name), or -errno; -EAGAIN while it is
+         * being found out: the gate then reads nothing more until gate_sender_uid_known(). */
         int (*sender_uid)(const char *sender, uid_t *ret, void *userdata);
 } GateOps;
 
@@ -83,6 +84,10 @@ void gate_shutdown(Gate *g);
 /* The parcel of the gated call from sender (NULL on a direct connection) with this serial, taken
  * out of the gate: the caller frees it. NULL if there is none. */
 Parcel *gate_take_parcel(Gate *g, const char *sender, uint32_t serial);
+
+/* What sender_uid() was finding out is known (or could not be): the gate goes on (after this turn of
+ * the loop) with the message it stopped at. */
+void gate_sender_uid_known(Gate *g);
 
 /* Parcels waiting for their handler and their fds (tests, status). */
 size_t gate_parcels(const Gate *g, uint64_t *ret_fds);

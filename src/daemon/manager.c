@@ -406,7 +406,7 @@ static int bus_gate_sender_uid(const char *sender, uid_t *ret, void *userdata)
                 *ret = o->uid;
                 return 0;
         }
-        return bus_driver_uid(c, sender, ret);
+        return bus_driver_uid_async(c, sender, ret);
 }
 
 static const GateOps bus_gate_ops = {
