@@ -317,7 +317,8 @@ static struct SenderUids *sender_uids_get(Context *c)
         u->slab = calloc(SENDER_UIDS_MAX, sizeof(*u->slab));
         if (!u->slab)
                 return mfree(u);
-        return c->sender_uids = u;
+        c->sender_uids = u;
+        return u;
 }
 
 static struct SenderUid *sender_uids_find(Context *c, const char *sender)
