@@ -536,6 +536,7 @@ static void test_disk_yield_cached_fds(void **state)
 {
         _cleanup_free_ char *dir = th_mkdtemp("engine-prio");
         char *paths[N_FDS];
+        void *pins[N_FDS];
         Engine *bg;
         Collector c;
         EngineJob *j = NULL;
@@ -555,10 +556,12 @@ static void test_disk_yield_cached_fds(void **state)
         bg = new_background(NULL, 2);
 
         child = foreign_reader_start(dir);
-        /* Cached again right before: a file the kernel evicted a folio of meanwhile (see
-         * test_disk_yield_cached) would be held, rightly, until the other process stops. */
+        /* Cached and locked there for the job: a file the kernel evicted a folio of meanwhile would
+         * be held, rightly, until the other process stops. Cached again right before the job was
+         * not enough: CI once had 375 of 384 done, the other 9 held (a DAMON pageout scheme on the CI
+         * machines takes whole folios of page cache on its own, see test_disk_yield_cached). */
         for (size_t i = 0; i < N_FDS; i++)
-                file_make_cached(paths[i], 0, 512u << 10);
+                pins[i] = file_pin_cached(paths[i], 512u << 10);
         collector_init(&c, N_FDS);
         assert_int_equal(engine_job_new(bg, HASH_SHA256, NULL, &j), 0);
         for (size_t i = 0; i < N_FDS; i++) {
@@ -573,6 +576,8 @@ static void test_disk_yield_cached_fds(void **state)
         print_message("# %zu of %d cached fds done, %" PRIu64 " holds, while another process read the disk\n",
                       c.n_seen, N_FDS, engine_get_disk_holds(bg));
         assert_true(foreign_reader_stop(child));
+        for (size_t i = 0; i < N_FDS; i++)
+                file_unpin(pins[i], 512u << 10);
         assert_true(c.done);
         assert_true(engine_get_disk_holds(bg) >= 1);
         for (size_t i = 0; i < N_FDS; i++)

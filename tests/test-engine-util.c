@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -227,6 +228,29 @@ void file_make_cached(const char *path, uint64_t off, uint64_t len)
         assert_true(fd >= 0);
         for (uint64_t o = off; o < off + len; o += sizeof(buf))
                 assert_true(pread(fd, buf, (size_t)MIN((uint64_t)sizeof(buf), off + len - o), (off_t)o) > 0);
+}
+
+void *file_pin_cached(const char *path, size_t len)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        void *p;
+
+        assert_true(fd >= 0);
+        p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+        assert_true(p != MAP_FAILED);
+        if (mlock(p, len) < 0) {
+                print_message("# %s: mlock: %s: cached, not pinned\n", path, strerror(errno));
+                file_make_cached(path, 0, len);
+                assert_int_equal(munmap(p, len), 0);
+                return NULL;
+        }
+        return p;
+}
+
+void file_unpin(void *p, size_t len)
+{
+        if (p)
+                assert_int_equal(munmap(p, len), 0);
 }
 
 PageCacheState file_cache_state(const char *path)

@@ -44,6 +44,11 @@ void check_paths_all_algos_opts(Engine *e, char **paths, size_t n, const EngineJ
 void check_paths_all_algos(Engine *e, char **paths, size_t n);
 void file_make_cold(const char *path);
 void file_make_cached(const char *path, uint64_t off, uint64_t len);
+/* The first len bytes of path read into the page cache and locked there (a shared mapping,
+ * mlock()ed): nothing evicts them, not even a DAMON pageout scheme, until file_unpin(). NULL (with a
+ * message) where mlock() is refused: the caller then has the pages cached, not pinned. */
+void *file_pin_cached(const char *path, size_t len);
+void file_unpin(void *p, size_t len);
 PageCacheState file_cache_state(const char *path);
 bool have_cachestat(void);
 bool dir_has_direct(const char *dir);
