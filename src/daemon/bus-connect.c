@@ -46,7 +46,11 @@ struct SenderUids {
          * gate asks again for it at once, and must not ask the driver again. */
         char answer_name[SENDER_NAME_MAX];
         uid_t answer_uid;
-        /* The last question that failed: its sender's next bus_driver_uid_async() says so, once. */
+        /* The last question that failed (mostly: the sender left before it was asked). The gate is
+         * told so, and so is the handler of the call after it, in bus_driver_uid(), which then does not
+         * ask the driver again and wait: a client that calls and leaves at once costs no blocking
+         * round trip. The handler's look lets it go, so that a later call of that sender is asked
+         * about anew. */
         char failed_name[SENDER_NAME_MAX];
         int failed_error;
 };
@@ -410,11 +414,8 @@ int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret)
                 *ret = u->answer_uid;
                 return 0;
         }
-        if (u->failed_error < 0 && streq(u->failed_name, sender)) {
-                r = u->failed_error;
-                u->failed_error = 0;
-                return r;
-        }
+        if (u->failed_error < 0 && streq(u->failed_name, sender))
+                return u->failed_error;
         if (u->query)
                 return -EAGAIN; /* another sender's: this one is asked once that is answered */
         r = driver_get(c);
@@ -442,6 +443,11 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret)
         if (s) {
                 *ret = s->uid;
                 return 0;
+        }
+        if (c->sender_uids && c->sender_uids->failed_error < 0 && streq(c->sender_uids->failed_name, sender)) {
+                r = c->sender_uids->failed_error;
+                c->sender_uids->failed_error = 0;
+                return r;
         }
         r = driver_get(c);
         if (r < 0)

@@ -42,7 +42,8 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret);
 
 /* The same without waiting: 0 and *ret from what is kept; -EAGAIN while the driver is asked (one
  * question at a time; gate_sender_uid_known(c->bus_gate) runs once it is answered or has failed);
- * after a failure, its error, once, for that sender. Long names (never kept) are asked as above. */
+ * after a failure, its error for that sender (bus_driver_uid() says it too, once, instead of asking
+ * again). Long names (never kept) are asked as above. */
 int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret);
 
 /* Closes c->bus, c->bus_gate and c->driver. */

@@ -511,6 +511,27 @@ def test_driver_silent(bus, conn, d, tmp):
                  f"the bus client's ListJobs after the driver went on: {client.returncode} {out!r} {err!r}")
         ft.log(f"ok: a direct connection answered in {took * 1000:.0f} ms with the bus driver silent; the bus "
                "client's call went through once it answered")
+
+        # A caller gone before fhashd read its call: the driver's answer is an error, and the bus goes on
+        # (a gate left waiting for the uid of a name that no longer exists would stall the bus).
+        os.kill(d.pid, signal.SIGSTOP)
+        try:
+            gone = subprocess.Popen(["busctl", f"--address={bus.address}", "--timeout=30", "call", ft.BUS_NAME,
+                                     ft.MANAGER_PATH, ft.MANAGER_IFACE, "ListJobs"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
+            gone.kill()
+            gone.wait()
+            time.sleep(0.3)  # dbus-daemon sees it go
+        finally:
+            os.kill(d.pid, signal.SIGCONT)
+        after = subprocess.run(["busctl", f"--address={bus.address}", "--timeout=10", "call", ft.BUS_NAME,
+                                ft.MANAGER_PATH, ft.MANAGER_IFACE, "ListJobs"], capture_output=True, text=True)
+        ft.check(after.returncode == 0 and after.stdout.startswith("ao "),
+                 f"a bus call after a caller that left before its call was read: {after.returncode} {after.stderr!r}")
+        dc.method(ft.MANAGER_PATH, ft.MANAGER_IFACE, "ListJobs", reply_sig="(ao)")
+        ft.check(d.alive(), "fhashd exited after a caller left before its call was read")
+        ft.log("ok: a caller gone before its call was read leaves the bus and direct connections served")
     finally:
         dc.close()
 
