@@ -53,6 +53,7 @@ static void test_names(void **state)
         assert_int_equal(fhash_error_to_errno(FHASH_ERROR_CHANGED, strlen(FHASH_ERROR_CHANGED)), -ESTALE);
         assert_int_equal(fhash_error_to_errno(FHASH_ERROR_BUSY, strlen(FHASH_ERROR_BUSY)), -EBUSY);
         assert_int_equal(fhash_error_to_errno(FHASH_ERROR_JOB_CLOSED, strlen(FHASH_ERROR_JOB_CLOSED)), -EPIPE);
+        assert_int_equal(fhash_error_to_errno(FHASH_ERROR_RELEASED, strlen(FHASH_ERROR_RELEASED)), -ENODATA);
         assert_int_equal(fhash_error_to_errno(e, strlen(FHASH_ERROR_MISMATCH) - 1), -EIO);
         assert_int_equal(fhash_error_to_errno("org.example.Error.Other", 23), -EIO);
         assert_int_equal(fhash_error_to_errno(NULL, 0), -EIO);

@@ -365,6 +365,13 @@ static int results_reply(Job *j, sd_bus_message *msg, uint32_t first, uint32_t m
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = check_reader(j, msg, error);
 
+        if (r >= 0 && j->results.released) {
+                (void)sd_bus_error_setf(error, FHASH_ERROR_RELEASED,
+                                        "Job %" PRIu64 "'s results went with the client that made it (%s), "
+                                        "which disconnected: only its state and counts are left",
+                                        j->entry.id, j->owner);
+                return -ENODATA;
+        }
         if (r >= 0)
                 r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)

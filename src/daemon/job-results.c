@@ -59,6 +59,22 @@ void job_results_done(JobResults *r)
         r->n_pending = r->pending_bytes = 0;
 }
 
+void job_results_release(JobResults *r)
+{
+        uint32_t n = r->n_inputs;
+
+        (void)sd_event_source_set_enabled(r->batch_timer, SD_EVENT_OFF);
+        for (size_t i = 0; r->items && i < r->n_inputs; i++)
+                job_result_clear(r, i);
+        r->expected = mfree(r->expected);
+        r->items = mfree(r->items);
+        r->pending = mfree(r->pending);
+        r->n_alloc = 0;
+        r->n_pending = r->pending_bytes = 0;
+        r->n_inputs = n;
+        r->released = true;
+}
+
 int job_results_grow(JobResults *r, size_t n, uint32_t *ret_first)
 {
         size_t want;

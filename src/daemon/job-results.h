@@ -61,6 +61,7 @@ typedef struct JobResults {
         sd_event_source *batch_timer;
         JobResultsSend send;
         void *userdata;
+        bool released;       /* job_results_release(): the counts are left, the results are not */
 } JobResults;
 
 /* What each input costs its uid's memory (USER_RESOURCE_MEMORY) besides its name and expected
@@ -71,6 +72,9 @@ size_t job_results_cost(const JobResults *r);
 int job_results_init(JobResults *r, sd_event *event, JobResultsSend send, void *userdata);
 /* Frees every result and the timer. */
 void job_results_done(JobResults *r);
+/* Frees every result, name and expected digest, and drops what was not sent yet: n_inputs and the
+ * files_* counts stay (a job's properties). Only for a finished job. */
+void job_results_release(JobResults *r);
 
 /* Makes room for n more inputs, numbered from *ret_first, with empty results. -E2BIG past
  * JOB_INPUTS_MAX, -ENOMEM. */

@@ -28,6 +28,7 @@ static const FhashError fhash_errors[] = {
         { FHASH_ERROR_TOO_LARGE, EFBIG, { EFBIG } },
         { FHASH_ERROR_TIMED_OUT, ETIMEDOUT, { ETIMEDOUT } },
         { FHASH_ERROR_JOB_CLOSED, EPIPE, {} },
+        { FHASH_ERROR_RELEASED, ENODATA, {} },
 };
 
 static sd_bus_error_map error_map[ELEMENTSOF(fhash_errors) + 1];

@@ -289,6 +289,35 @@ def test_memory_budget(bus, tmp, f):
            f"after they expire nobody gets in again")
 
 
+def test_gone_owner_memory(bus, tmp):
+    """A job's results go with the client that made it (org.fhash.Hasher1.Job.xml): fhashctl hashing
+    1,000 files six times in a row under MaxMemoryPerUID=1M never waits for the results of its earlier
+    runs (each run's hold 300 KB or more; they used to stay charged for KeepFinishedSec, and the fourth
+    run got Busy). The jobs stay, with their state and counts; GetResults of one says Released."""
+    files = ft.make_files(os.path.join(tmp, "runs"), 1000, max_size=4096, seed=11)
+    env = dict(os.environ, FHASHCTL_BUSY_TIMEOUT="2")
+    with ft.Daemon(bus, "--workers", "2", "--max-memory-per-uid", "1M", "--keep-finished", "300") as d:
+        conn = bus.connect()
+        for run in range(6):
+            p = subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, "hash", *files],
+                               capture_output=True, text=True, env=env, timeout=120)
+            ft.check(p.returncode == 0 and len(p.stdout.splitlines()) == len(files) and "busy" not in p.stderr,
+                     f"run {run + 1}: fhashctl exit {p.returncode}, {len(p.stdout.splitlines())} lines, "
+                     f"stderr {p.stderr[-500:]!r}")
+        jobs = [str(j) for j in ft.manager(conn).ListJobs()]
+        ft.check(len(jobs) >= 6, f"jobs listed after the runs: {jobs}")
+        for job in jobs:
+            ft.check(str(ft.job_prop(conn, job, "State")) == "done", f"{job}: {ft.job_prop(conn, job, 'State')}")
+        ft.check(sum(int(ft.job_prop(conn, job, "FilesDone")) for job in jobs) == 6 * len(files),
+                 "the jobs' FilesDone do not add up to the runs' files")
+        msg = ft.expect_error(ft.ERR_PREFIX + "Released", ft.job_iface(conn, jobs[0]).GetResults)
+        ft.check("disconnected" in msg, f"GetResults of a gone client's job: {msg}")
+        conn.close()
+        ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log(f"ok: six runs of 1,000 files under MaxMemoryPerUID=1M, none Busy; {len(jobs)} jobs listed, done, "
+           f"their results Released")
+
+
 def test_busy_wait(bus, tmp, f):
     """fhashctl says on stderr that fhashd is busy after a second, and gives up after
     $FHASHCTL_BUSY_TIMEOUT seconds with an error naming it (issue 16), instead of waiting for ever."""
@@ -383,6 +412,7 @@ def main():
         test_fd_budget(bus, tmp, f)
         test_busy_wait(bus, tmp, f)
         test_memory_budget(bus, tmp, f)
+        test_gone_owner_memory(bus, tmp)
 
 
 if __name__ == "__main__":
