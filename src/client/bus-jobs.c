@@ -222,6 +222,13 @@ static void job_finished(BusJobs *js, BusJob *j, const char *result)
                                 bus_jobs_answer(js, j, j->items[k], &o);
                 }
         replay_orphans(js, j);
+        /* Every result of j is in (fhashd sends them all before JobFinished): fhashd may let them go
+         * now, not when the job expires, so that a run of many jobs is not held to what the uid's
+         * MaxMemoryPerUID lets finished jobs keep (Job.xml's Release()). No reply wanted: an fhashd
+         * without the method, or one gone meanwhile, changes nothing here. */
+        if (j->path && !js->peer->gone)
+                (void)sd_bus_call_method_async(js->peer->bus, NULL, js->peer->dest, j->path, FHASH_JOB_INTERFACE,
+                                               "Release", NULL, NULL, NULL);
         /* Someone cancelled the job this run feeds (fhashctl cancel, fhashd stopping): the files
          * not sent yet are cancelled with it rather than going to a new job; or, resuming, not
          * before fhashd's State has said it was not stopping. */

@@ -85,7 +85,7 @@ int bus_error_quota(Context *c, uid_t uid, UserResource r, int outcome, size_t n
         if (r == USER_RESOURCE_MEMORY)
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,
                                          "uid %u's jobs hold %" PRIu64 " bytes of results and names, the limit is %" PRIu64
-                                         " (MaxMemoryPerUID): let finished jobs go or wait for them to expire.",
+                                         " (MaxMemoryPerUID): Release() finished jobs or wait for them to expire.",
                                          (unsigned)uid, used, l->per_uid);
         if (r == USER_RESOURCE_FDS)
                 return sd_bus_error_setf(error, FHASH_ERROR_BUSY,

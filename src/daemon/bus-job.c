@@ -133,12 +133,13 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* AddFds and Close: the owner's connection only, not even root (the results go to the owner). */
+/* AddFds, Close and Release: the owner's connection only, not even root (the results go to the
+ * owner). */
 static int check_owner_connection(Job *j, sd_bus_message *msg, sd_bus_error *error)
 {
         if (!streq_ptr(bus_caller_name(j->context, msg), j->owner))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Only the connection that created job %" PRIu64 " may add to or close it.",
+                                         "Only the connection that created job %" PRIu64 " may add to, close or release it.",
                                          j->entry.id);
         return 0;
 }
@@ -290,6 +291,26 @@ static int method_close(sd_bus_message *msg, void *userdata, sd_bus_error *error
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+/* The owner has every result it wants: the job's memory goes back to its uid now rather than when it
+ * expires (a run of many jobs would otherwise hold all of theirs, 300 bytes and a name per file). */
+static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        Job *j = userdata;
+        int r;
+
+        r = check_owner_connection(j, msg, error);
+        if (r < 0)
+                return r;
+        if (job_release_results(j) == -EBUSY) {
+                (void)sd_bus_error_setf(error, FHASH_ERROR_BUSY,
+                                        "Job %" PRIu64 " has not finished: release it after its JobFinished.",
+                                        j->entry.id);
+                return -EBUSY;
+        }
+        log_debug("Job %" PRIu64 "'s results released by its owner.", j->entry.id);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 /* Appends the (ustss) of input i. */
 static int append_result(sd_bus_message *m, Job *j, size_t i)
 {
@@ -367,9 +388,10 @@ static int results_reply(Job *j, sd_bus_message *msg, uint32_t first, uint32_t m
 
         if (r >= 0 && j->results.released) {
                 (void)sd_bus_error_setf(error, FHASH_ERROR_RELEASED,
-                                        "Job %" PRIu64 "'s results went with the client that made it (%s), "
-                                        "which disconnected: only its state and counts are left",
-                                        j->entry.id, j->owner);
+                                        "Job %" PRIu64 "'s results were released %s (%s): only its state and "
+                                        "counts are left", j->entry.id,
+                                        j->owner_gone ? "when the client that made it disconnected" : "by the client that made it",
+                                        j->owner);
                 return -ENODATA;
         }
         if (r >= 0)
@@ -452,6 +474,8 @@ static const sd_bus_vtable job_vtable[] = {
                                 SD_BUS_RESULT("u", first_index), method_add_fds,
                                 SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
         SD_BUS_METHOD_WITH_ARGS("Close", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_close,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Release", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_release,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };

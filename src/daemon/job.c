@@ -442,10 +442,8 @@ static int on_finish_defer(sd_event_source *s, void *userdata)
 }
 
 /* The owner disconnected: an unfinished job is cancelled and releases its fds and buffers at once, and
- * every job of it lets go of its results, names and expected digests and of their charge to the uid:
- * nobody is left to read them, and a client that hashes and exits again and again must not find its
- * uid's memory held by the results of its earlier runs (20,000 files' held 13 MB for KeepFinishedSec,
- * and the twentieth run in a minute was Busy). */
+ * any job lets go of its results and their charge to the uid (nobody is left to read them; a client
+ * that hashes and exits again and again found its uid Busy with its earlier runs' results). */
 static void on_owner_gone(OwnerRef *ref)
 {
         Job *j = container_of(ref, Job, owner_ref);
@@ -472,11 +470,20 @@ static void on_owner_gone(OwnerRef *ref)
                         }
                 job_finish(j, !complete || j->cancelled);
         }
+        /* Its state and counts linger for root or the same uid to inspect; it no longer keeps
+         * fhashd from exiting when idle (the owner tells the manager). */
+        (void)job_release_results(j);
+}
+
+int job_release_results(Job *j)
+{
+        if (!job_is_finished(j))
+                return -EBUSY;
+        if (j->results.released)
+                return 0;
         job_results_release(&j->results);
         user_charge_release(&j->entry.mem_charge, j->entry.mem_charge.amount);
-        /* The job lingers like any finished one, its state and counts for root or the same uid to
-         * inspect (GetResults says Released); it no longer keeps fhashd from exiting when idle (the
-         * owner tells the manager). */
+        return 0;
 }
 
 /* Hands the current call's inputs to the engine and queues those that failed up front. */

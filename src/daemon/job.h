@@ -130,6 +130,9 @@ static inline bool job_is_open(const Job *j)
 /* Cancel(): unfinished files end Cancelled, the job is closed, the owner gets JobFinished
  * "cancelled". */
 void job_cancel(Job *j);
+/* Frees a finished job's results, names and expected digests and gives their memory back to its uid;
+ * its state and counts stay (GetResults then says Released). -EBUSY if it has not finished. */
+int job_release_results(Job *j);
 
 /* Refreshes the progress counters from the engine; returns true if they changed. Reads only the
  * parts the engine can be working on (begun, not done). */

@@ -318,6 +318,88 @@ def test_gone_owner_memory(bus, tmp):
            f"their results Released")
 
 
+def client_release(address, f):
+    """As client_linger, but each job is released once finished: prints how many it made (40 at
+    most) and the error that stopped it, if any."""
+    import dbus
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    w = ft.JobWatcher(conn)
+    mgr = ft.manager(conn)
+    made, error = 0, None
+    while error is None and made < 40:
+        names = [f"{made:05d}{i:02d}" + "m" * 3993 for i in range(16)]
+        try:
+            job = str(mgr.HashFds(ft.fds(*[f] * 16), "sha256", ft.options(names=names)))
+            w.wait([job])
+            ft.job_iface(conn, job).Release()
+            made += 1
+        except dbus.exceptions.DBusException as e:
+            error = f"{e.get_dbus_name()}: {e.get_dbus_message()}"
+    print(json.dumps({"jobs": made, "error": error}), flush=True)
+
+
+def test_release(bus, tmp, f):
+    """Release() frees a finished job's results and their charge to the uid at once: under
+    MaxMemoryPerUID=1M a client that releases each job runs 40 of the jobs of which 16 fill the
+    budget (test_memory_budget); only the owner's connection may, only once the job finished; the
+    job's state and counts stay, its GetResults says Released."""
+    with ft.Daemon(bus, "--workers", "1", "--max-memory-per-uid", "1M", "--keep-finished", "300") as d:
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                            "/usr/bin/python3", os.path.abspath(__file__), "--release", bus.address, f],
+                           capture_output=True, text=True, cwd="/", timeout=120)
+        got = json.loads(p.stdout.strip() or "{}")
+        ft.check(got.get("jobs") == 40 and got.get("error") is None, f"nobody's released jobs: {got} {p.stderr[-300:]}")
+        conn, other = bus.connect(), bus.connect()
+        w = ft.JobWatcher(conn)
+        mgr = ft.manager(conn)
+        job = str(mgr.HashFds(ft.fds(f), "sha256", ft.options()))
+        w.wait([job])
+        msg = ft.expect_error(ft.ERR_ACCESS_DENIED, ft.job_iface(other, job).Release)
+        ft.check("release" in msg, f"Release from another connection: {msg}")
+        ft.check(len(ft.job_iface(conn, job).GetResults()) == 1, "GetResults before Release")
+        ft.job_iface(conn, job).Release()
+        ft.job_iface(conn, job).Release()  # a no-op the second time
+        msg = ft.expect_error(ft.ERR_PREFIX + "Released", ft.job_iface(conn, job).GetResults)
+        ft.check("by the client that made it" in msg, f"GetResults after Release: {msg}")
+        ft.check(str(ft.job_prop(conn, job, "State")) == "done" and int(ft.job_prop(conn, job, "FilesDone")) == 1,
+                 "a released job's state and counts")
+        r, wfd = os.pipe()
+        running = str(mgr.HashFds(ft.fds(r), "sha256", ft.options(max_size=1 << 40)))
+        os.close(r)
+        msg = ft.expect_error(ft.ERR_PREFIX + "Busy", ft.job_iface(conn, running).Release)
+        ft.check("has not finished" in msg, f"Release of a running job: {msg}")
+        os.close(wfd)
+        conn.close()
+        other.close()
+        ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log("ok: Release: 40 released jobs under MaxMemoryPerUID=1M (16 kept fill it); owner connection only, "
+           "finished only; GetResults then Released, state and counts kept")
+
+
+def test_release_by_client(bus, tmp):
+    """libfhash releases each job of a run once it has its results: fhashctl check of a manifest of
+    2,000 SHA-256 then 2,000 MD5 files (two jobs, 700 KB of results, names and expected digests
+    each) under MaxMemoryPerUID=1M finishes; without the release its second job waits Busy for the
+    first to expire (KeepFinishedSec=300) and the run gives up (FHASHCTL_BUSY_TIMEOUT=3)."""
+    import hashlib
+    files = ft.make_files(os.path.join(tmp, "two-jobs"), 4000, max_size=512, seed=12)
+    manifest = os.path.join(tmp, "two-jobs.tagged")
+    with open(manifest, "w") as m:
+        for i, path in enumerate(files):
+            algo = hashlib.sha256 if i < 2000 else hashlib.md5
+            with open(path, "rb") as fh:
+                m.write(f"{'SHA256' if i < 2000 else 'MD5'} ({path}) = {algo(fh.read()).hexdigest()}\n")
+    env = dict(os.environ, FHASHCTL_BUSY_TIMEOUT="3")
+    with ft.Daemon(bus, "--workers", "2", "--max-memory-per-uid", "1M", "--keep-finished", "300") as d:
+        p = subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, "check", "--quiet", manifest],
+                           capture_output=True, text=True, env=env, timeout=120)
+        ft.check(p.returncode == 0 and p.stdout == "" and "busy" not in p.stderr,
+                 f"fhashctl check: exit {p.returncode}, stdout {p.stdout[-300:]!r}, stderr {p.stderr[-500:]!r}")
+        ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log("ok: fhashctl check of two jobs' worth (2,000 SHA-256 + 2,000 MD5) under MaxMemoryPerUID=1M: "
+           "each job released, none Busy")
+
+
 def test_busy_wait(bus, tmp, f):
     """fhashctl says on stderr that fhashd is busy after a second, and gives up after
     $FHASHCTL_BUSY_TIMEOUT seconds with an error naming it (issue 16), instead of waiting for ever."""
@@ -381,6 +463,9 @@ def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--linger":
         client_linger(*sys.argv[2:])
         return
+    if len(sys.argv) > 2 and sys.argv[1] == "--release":
+        client_release(*sys.argv[2:])
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--fill":
         client_fill(sys.argv[2])
         return
@@ -413,6 +498,8 @@ def main():
         test_busy_wait(bus, tmp, f)
         test_memory_budget(bus, tmp, f)
         test_gone_owner_memory(bus, tmp)
+        test_release(bus, tmp, f)
+        test_release_by_client(bus, tmp)
 
 
 if __name__ == "__main__":

@@ -299,7 +299,7 @@ def test_other_uid(bus, conn, w, tmp):
     ft.check(nobody.returncode == 0, f"nobody client failed: {out}")
     ft.check(spy_w.signals == 0 and not spy_w.finished, "a second connection received another's signals")
     spy.close()
-    ft.log("ok: another uid is refused HashPaths, Cancel, GetResults and properties; signals stay unicast")
+    ft.log("ok: another uid is refused HashPaths, Cancel, GetResults, Release and properties; signals stay unicast")
 
 
 def client_nobody(address, root_job, file):
@@ -319,6 +319,7 @@ def client_nobody(address, root_job, file):
     ft.expect_error(ft.ERR_ACCESS_DENIED, mgr.HashPaths, [file], "sha256", ft.options())
     ft.expect_error(ft.ERR_ACCESS_DENIED, ft.job_iface(conn, root_job).Cancel)
     ft.expect_error(ft.ERR_ACCESS_DENIED, ft.job_iface(conn, root_job).GetResults)
+    ft.expect_error(ft.ERR_ACCESS_DENIED, ft.job_iface(conn, root_job).Release)
     ft.expect_error(ft.ERR_ACCESS_DENIED, ft.job_prop, conn, root_job, "State")
     ft.expect_error(ft.ERR_ACCESS_DENIED, ft.job_iface(conn, root_job, ft.PROPS_IFACE).GetAll, ft.JOB_IFACE)
     ft.check(root_job not in [str(p) for p in mgr.ListJobs()], "ListJobs shows root's job to nobody")

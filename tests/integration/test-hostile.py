@@ -70,7 +70,7 @@ PROTO_ERRORS = ("org.freedesktop.DBus.Error.InvalidArgs", "org.freedesktop.DBus.
                 "org.freedesktop.DBus.Error.LimitsExceeded", "org.freedesktop.DBus.Error.NotSupported")
 FHASH_ERRORS = tuple("org.fhash.Hasher1.Error." + n for n in (
     "NotFound", "AccessDenied", "IO", "Changed", "NotRegular", "Mismatch", "Cancelled", "Busy", "TooLarge",
-    "JobClosed", "TimedOut"))
+    "JobClosed", "TimedOut", "Released"))
 DOCUMENTED_ERRORS = PROTO_ERRORS + FHASH_ERRORS
 
 
