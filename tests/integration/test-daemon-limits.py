@@ -390,14 +390,15 @@ def test_release_by_client(bus, tmp):
             with open(path, "rb") as fh:
                 m.write(f"{'SHA256' if i < 2000 else 'MD5'} ({path}) = {algo(fh.read()).hexdigest()}\n")
     env = dict(os.environ, FHASHCTL_BUSY_TIMEOUT="3")
-    with ft.Daemon(bus, "--workers", "2", "--max-memory-per-uid", "1M", "--keep-finished", "300") as d:
-        p = subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, "check", "--quiet", manifest],
-                           capture_output=True, text=True, env=env, timeout=120)
-        ft.check(p.returncode == 0 and p.stdout == "" and "busy" not in p.stderr,
-                 f"fhashctl check: exit {p.returncode}, stdout {p.stdout[-300:]!r}, stderr {p.stderr[-500:]!r}")
-        ft.check(d.alive(), f"fhashd died:\n{d.log()}")
-    ft.log("ok: fhashctl check of two jobs' worth (2,000 SHA-256 + 2,000 MD5) under MaxMemoryPerUID=1M: "
-           "each job released, none Busy")
+    for way in ([], ["--no-direct"]):
+        with ft.Daemon(bus, "--workers", "2", "--max-memory-per-uid", "1M", "--keep-finished", "300") as d:
+            p = subprocess.run([ft.fhashctl_path(), "--daemon", "--address", bus.address, *way, "check", "--quiet",
+                                manifest], capture_output=True, text=True, env=env, timeout=120)
+            ft.check(p.returncode == 0 and p.stdout == "" and "busy" not in p.stderr,
+                     f"fhashctl {way} check: exit {p.returncode}, stdout {p.stdout[-300:]!r}, stderr {p.stderr[-500:]!r}")
+            ft.check(d.alive(), f"fhashd died:\n{d.log()}")
+    ft.log("ok: fhashctl check of two jobs' worth (2,000 SHA-256 + 2,000 MD5) under MaxMemoryPerUID=1M, direct "
+           "and on the bus: each job released, none Busy")
 
 
 def test_busy_wait(bus, tmp, f):
