@@ -22,7 +22,8 @@
 #define FHASH_ERROR_TIMED_OUT FHASH_ERROR_PREFIX "TimedOut"
 /* AddFds() on a job that takes no more inputs: closed, finished or cancelled. */
 #define FHASH_ERROR_JOB_CLOSED FHASH_ERROR_PREFIX "JobClosed"
-/* GetResults/GetResultsFrom of a job whose owner disconnected: its results went with it. */
+/* GetResults/GetResultsFrom of a job whose owner released it (Release()) or disconnected: only its
+ * state and counts are left. */
 #define FHASH_ERROR_RELEASED FHASH_ERROR_PREFIX "Released"
 /* Never sent by fhashd: libfhash's name for a run that lost fhashd (it exited, crashed or restarted
  * while the run had files in it) and did not, or could not, go on with another (fhash.h). */

@@ -45,9 +45,10 @@ static void job_result_clear(JobResults *r, size_t i)
         }
 }
 
-void job_results_done(JobResults *r)
+void job_results_release(JobResults *r)
 {
-        r->batch_timer = sd_event_source_disable_unref(r->batch_timer);
+        if (r->batch_timer)
+                (void)sd_event_source_set_enabled(r->batch_timer, SD_EVENT_OFF);
         for (size_t i = 0; r->items && i < r->n_inputs; i++)
                 job_result_clear(r, i);
         /* Not strv_free(): entries for inputs without an expected digest are NULL, so the array is
@@ -55,24 +56,16 @@ void job_results_done(JobResults *r)
         r->expected = mfree(r->expected);
         r->items = mfree(r->items);
         r->pending = mfree(r->pending);
-        r->n_inputs = r->n_alloc = 0;
-        r->n_pending = r->pending_bytes = 0;
-}
-
-void job_results_release(JobResults *r)
-{
-        uint32_t n = r->n_inputs;
-
-        (void)sd_event_source_set_enabled(r->batch_timer, SD_EVENT_OFF);
-        for (size_t i = 0; r->items && i < r->n_inputs; i++)
-                job_result_clear(r, i);
-        r->expected = mfree(r->expected);
-        r->items = mfree(r->items);
-        r->pending = mfree(r->pending);
         r->n_alloc = 0;
         r->n_pending = r->pending_bytes = 0;
-        r->n_inputs = n;
         r->released = true;
+}
+
+void job_results_done(JobResults *r)
+{
+        job_results_release(r);
+        r->batch_timer = sd_event_source_disable_unref(r->batch_timer);
+        r->n_inputs = 0;
 }
 
 int job_results_grow(JobResults *r, size_t n, uint32_t *ret_first)
