@@ -588,8 +588,9 @@ static void test_disk_yield_cached_fds(void **state)
         }
         assert_int_equal(engine_job_start(j, &test_callbacks, &c), 0);
         /* A job that waits for the holds to end never finishes while the other process reads, however
-         * long; this one takes 0.1 s here, 1 s in the TSan build beside two busy loops. Files done and holds every 10 s, and on a failure which files were left and how much of
-         * each was cached then: a job that crawls differs from one stuck on files it found uncached. */
+         * long; this one takes 0.1 s here, 1 s in the TSan build beside two busy loops. Files done
+         * and holds every 10 s, and on a failure which files were left and how much of each was
+         * cached then: a job that crawls differs from one stuck on files it found uncached. */
         char timeline[512] = "", missing[1024] = "";
         size_t tl = 0, ml = 0;
         uint64_t start = now_usec(), next_mark = start + 10 * USEC_PER_SEC;
