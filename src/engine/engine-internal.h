@@ -68,6 +68,7 @@ typedef struct JobInput {
         uint64_t cookie;
         unsigned flags;  /* ENGINE_INPUT_* */
         EngineFdInfo *info; /* what the caller knew of the fd, or NULL */
+        EngineDir *dir;     /* a path beneath a caller's directory: a reference, or NULL */
 } JobInput;
 
 struct EngineJob {
@@ -79,6 +80,7 @@ struct EngineJob {
         HashParams params;         /* a copy of the caller's; the key is wiped when the job is freed */
         char *context;             /* params.context's copy */
         Blake3Mode b3mode;         /* BLAKE3 with params: the mode every piece of a file is hashed in */
+        EngineCreds creds;         /* options.creds points here, or is NULL */
         JobInput *inputs;
         size_t n_inputs, n_inputs_alloc;
         EngineJobCallbacks callbacks;
@@ -198,6 +200,15 @@ struct Shard {
         int wake_fd;                  /* eventfd: wakes the shard out of its ring */
         Parker io_parker;
         bool linked;                  /* path inputs may use the linked chain (EngineOpenMode) */
+        /* The personalities its ring has for jobs' EngineCreds (creds.c), least recently used first
+         * to go once all are taken. */
+        struct ShardPersonality {
+                EngineCreds creds;
+                int id;
+                uint64_t used;
+        } *personalities;
+        unsigned n_personalities;
+        uint64_t personality_clock;
         bool quiet;                   /* shutting down: counted in engine->n_quiet */
         ShareGroup *groups;           /* every share group */
         ShareGroup *wait_head, *wait_tail;  /* groups with jobs with inputs left to open, in turn */

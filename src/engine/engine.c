@@ -138,6 +138,7 @@ static void shard_deinit(Shard *s)
         free(s->close_fds);
         free(s->new_jobs);
         ioring_free(s->ring);
+        shard_personalities_free(s);
         sched_free_all(s);
         for (unsigned i = 0; s->slots && i < s->n_slots; i++) {
                 hash_ctx_free(s->slots[i].ctx);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "basic/macro.h"
 #include "basic/string-table.h"
 #include "hash/hash.h"
 #include "io/ioring.h"
@@ -44,7 +45,12 @@
  *   - fcntl() on an fd (F_GETFL, F_SETFL O_DIRECT) asks no file system;
  *   - path inputs (HashPaths: root's and fhashd's own uid's only) are opened through the ring, with
  *     O_NONBLOCK where a FIFO could be named; their statx(path) for the linked chain runs here, and
- *     root's paths are trusted as root's mounts are.
+ *     root's paths are trusted as root's mounts are;
+ *   - names beneath a caller's directory (EngineDir) are opened through the ring only, with
+ *     O_NONBLOCK, the caller's credentials (EngineCreds) and a resolution that cannot leave the
+ *     directory's mount; no statx of the path: the fd's, once open, as for any fd on that mount;
+ *   - a shard's thread changes its own credentials only to register a personality (engine/creds.c):
+ *     for a few system calls, none of which touches a file.
  */
 
 typedef struct Engine Engine;
@@ -234,6 +240,40 @@ typedef struct EngineJobCallbacks {
         void (*job_done)(EngineJob *j, EngineJobResult result, void *userdata);
 } EngineJobCallbacks;
 
+/*
+ * A directory that path inputs are resolved beneath (fhashd's HashFds with "names": the caller's
+ * directory fd, and names in it). Counted: each input that names it holds a reference until the job
+ * is freed, so the fd stays open (and its number is not reused) while any open relative to it may
+ * still be in the kernel. Such a path is opened with openat2(dir, path, RESOLVE_BENEATH |
+ * RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS) and O_NONBLOCK, always through the ring and never by the
+ * linked chain (no statx of the path in a shard): it cannot leave the directory's mount, so a
+ * directory on a local file system keeps every lookup and open on it (no FUSE, no network), and a
+ * lease fails EWOULDBLOCK instead of waiting.
+ */
+typedef struct EngineDir EngineDir;
+/* Takes fd (also on failure: then it is closed and NULL returned). */
+EngineDir *engine_dir_new(int fd);
+EngineDir *engine_dir_ref(EngineDir *d);
+EngineDir *engine_dir_unref(EngineDir *d);
+int engine_dir_fd(const EngineDir *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(EngineDir *, engine_dir_unref);
+
+/*
+ * The credentials a job's path inputs are opened with, when not the process's own (fhashd opening
+ * names for a caller: the caller's uid and groups, from the bus). Each shard registers them once as
+ * an io_uring personality of its ring (engine/creds.c): its thread takes the uid as fsuid, the first
+ * group as fsgid, all of them as its groups and no effective capability, registers, and goes back;
+ * every open of such an input then runs with exactly those, so the kernel's permission checks are the
+ * caller's own. A shard that cannot (no io_uring, no CAP_SETUID/CAP_SETGID) fails the file with the
+ * errno (-EOPNOTSUPP, -EPERM) and never opens it with other credentials.
+ */
+#define ENGINE_CREDS_GROUPS_MAX 64
+typedef struct EngineCreds {
+        uid_t uid;
+        unsigned n_groups;                      /* 1..ENGINE_CREDS_GROUPS_MAX: the first is the fsgid */
+        gid_t groups[ENGINE_CREDS_GROUPS_MAX];
+} EngineCreds;
+
 typedef struct EngineJobOptions {
         uint64_t max_file_size;  /* 0 = unlimited; more bytes than this fails the file with -EFBIG */
         /* Cache-neutral: hashing adds nothing to the page cache and evicts nothing that was cached
@@ -263,6 +303,8 @@ typedef struct EngineJobOptions {
         const HashAlgoSet *algos;
         /* Opened before the other jobs of its share group (see "Priorities" below). */
         bool interactive;
+        /* The credentials its path inputs are opened with (EngineCreds); NULL: the process's. Copied. */
+        const EngineCreds *creds;
 } EngineJobOptions;
 
 /*
@@ -332,6 +374,7 @@ typedef struct EngineFdInfo {
 
 typedef struct EngineInput {
         const char *path;   /* a path input (copied), or NULL for an fd input */
+        EngineDir *dir;     /* with path: resolved beneath this directory (a reference is taken), or NULL */
         int fd;             /* with path NULL: the fd, owned by the job once added */
         uint64_t cookie;    /* handed back in EngineFileResult.cookie */
         unsigned flags;     /* ENGINE_INPUT_* */

@@ -84,6 +84,7 @@ struct FileSlot {
         bool fd_input;              /* fd came from the caller (until read-direct.c reopens it as ours) */
         unsigned ops;               /* operations in flight for this file */
         struct statx stx, stx_after;
+        struct open_how how;        /* an open beneath a directory: read by the kernel at submit */
         bool stat_ok, stat_after_ok;
         bool stream;                /* read until EOF, one read at a time */
         bool seekable;              /* explicit offsets (regular files, block devices) */
@@ -198,6 +199,9 @@ void slot_free(Shard *s, FileSlot *f);
 
 /* open.c: the open stage. */
 int job_open_flags(const EngineJob *j);
+/* creds.c: the id of s's personality for c (registered on first use), or -errno. */
+int shard_personality(Shard *s, const EngineCreds *c);
+void shard_personalities_free(Shard *s);
 void file_start(Shard *s, FileSlot *f);
 void file_opened(Shard *s, FileSlot *f);
 int file_stat(int fd, struct statx *stx);

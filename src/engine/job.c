@@ -36,6 +36,15 @@ int engine_job_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, En
                 j->options.dontcache = true;
         j->options.params = NULL;
         j->options.algos = &j->algos;
+        if (options && options->creds) {
+                if (options->creds->n_groups == 0 || options->creds->n_groups > ENGINE_CREDS_GROUPS_MAX) {
+                        free(j->shards);
+                        free(j);
+                        return -EINVAL;
+                }
+                j->creds = *options->creds;
+                j->options.creds = &j->creds;
+        }
         if (options && options->algos && options->algos->n > 1) {
                 const HashAlgoSet *set = options->algos;
 
@@ -116,6 +125,7 @@ static void job_free(EngineJob *j)
         for (size_t i = 0; i < j->n_inputs; i++) {
                 free(j->inputs[i].path);
                 free(j->inputs[i].info);
+                engine_dir_unref(j->inputs[i].dir);
                 if (j->inputs[i].fd < 0)
                         continue;
                 if (e && !e->io_gone)
@@ -196,11 +206,12 @@ int engine_job_add_input(EngineJob *j, const EngineInput *in)
                 *info = *in->info;
         }
         k = job_add_input(j, &(JobInput){ .path = p, .fd = p ? -EBADF : in->fd, .cookie = in->cookie,
-                                          .flags = in->flags, .info = info });
+                                          .flags = in->flags, .info = info, .dir = p ? in->dir : NULL });
         if (k < 0) {
                 free(p);
                 free(info);
-        }
+        } else if (p)
+                (void)engine_dir_ref(in->dir);
         return k;
 }
 

@@ -88,7 +88,8 @@ void file_start(Shard *s, FileSlot *f)
         JobInput *in = &j->inputs[f->input];
 
         f->untrusted = in->flags & ENGINE_INPUT_UNTRUSTED_FS;
-        if (in->path && s->linked && !f->untrusted && path_stat(in->path, &f->stx) >= 0 &&
+        if (in->path && s->linked && !f->untrusted && !in->dir && !j->options.creds &&
+            path_stat(in->path, &f->stx) >= 0 &&
             linked_eligible(s, j, &f->stx)) {
                 /* The chain starts from issue_reads() when a pool slot is free. */
                 f->linked = true;
@@ -163,7 +164,7 @@ void file_opened(Shard *s, FileSlot *f)
                 return;
         }
 
-        if (f->job->options.regular_only && !f->fd_input) {
+        if ((f->job->options.regular_only || f->job->inputs[f->input].dir) && !f->fd_input) {
                 /* Devices may be read as bounded streams; FIFOs and sockets by path never: an
                  * io_uring read of a FIFO that never had a writer does not complete, and pipes
                  * are for callers that pass the fd. */
@@ -262,9 +263,31 @@ void fds_add(Shard *s)
  * was an open of another shard not yet reaped). */
 void file_open_path(Shard *s, FileSlot *f)
 {
+        const JobInput *in = &f->job->inputs[f->input];
+        const EngineCreds *creds = f->job->options.creds;
+        int personality = 0;
+
+        if (creds) {
+                personality = shard_personality(s, creds);
+                if (personality < 0) {
+                        /* Never opened with any credentials but the caller's. */
+                        file_set_error(f, ENGINE_FILE_ERROR, personality);
+                        file_opened(s, f);
+                        return;
+                }
+        }
         if (s->config.background)
                 atomic_fetch_add_explicit(&s->disk_ops, 1, memory_order_relaxed);
-        ioring_openat(s->ring, f->job->inputs[f->input].path, job_open_flags(f->job), TAG(f, OP_OPEN));
+        if (in->dir || creds) {
+                /* engine.h, EngineDir: beneath the caller's directory, on its mount, never waiting. */
+                f->how = (struct open_how){
+                        .flags = (uint64_t)(job_open_flags(f->job) | O_NONBLOCK),
+                        .resolve = in->dir ? RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS : 0,
+                };
+                ioring_openat2(s->ring, in->dir ? engine_dir_fd(in->dir) : AT_FDCWD, in->path, &f->how, personality,
+                               TAG(f, OP_OPEN));
+        } else
+                ioring_openat(s->ring, in->path, job_open_flags(f->job), TAG(f, OP_OPEN));
         f->ops++;
         fds_add(s);
 }

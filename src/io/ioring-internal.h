@@ -12,6 +12,10 @@
 typedef struct IoRingOps {
         const char *name;
         void (*openat)(IoRing *r, const char *path, int flags, uint64_t tag);
+        void (*openat2)(IoRing *r, int dirfd, const char *path, const struct open_how *how, int personality,
+                        uint64_t tag);
+        int (*register_personality)(IoRing *r);
+        int (*unregister_personality)(IoRing *r, int id);
         void (*read)(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags,
                      uint64_t tag);
         void (*fadvise)(IoRing *r, int fd, uint64_t off, uint64_t len, int advice, uint64_t tag);
@@ -35,6 +39,8 @@ typedef struct IoRingOps {
 #define IORING_OPS(prefix, backend_name)                                                                   \
         {                                                                                                  \
                 .name = (backend_name), .openat = prefix##_openat, .read = prefix##_read,                  \
+                .openat2 = prefix##_openat2, .register_personality = prefix##_register_personality,        \
+                .unregister_personality = prefix##_unregister_personality,                                 \
                 .fadvise = prefix##_fadvise, .close = prefix##_close, .statx = prefix##_statx,             \
                 .poll = prefix##_poll, .cancel_fd = prefix##_cancel_fd, .cancel_tag = prefix##_cancel_tag, \
                 .enable_direct = prefix##_enable_direct, .register_buffer = prefix##_register_buffer,      \

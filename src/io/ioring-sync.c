@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io/ioring-internal.h"
@@ -51,6 +52,26 @@ static void sync_complete(IoRing *r, uint64_t tag, int res)
 static void sync_openat(IoRing *r, const char *path, int flags, uint64_t tag)
 {
         sync_complete(r, tag, RET_NERRNO(openat(AT_FDCWD, path, flags)));
+}
+
+static void sync_openat2(IoRing *r, int dirfd, const char *path, const struct open_how *how, int personality,
+                         uint64_t tag)
+{
+        if (personality != 0) {
+                sync_complete(r, tag, -EOPNOTSUPP);
+                return;
+        }
+        sync_complete(r, tag, RET_NERRNO((int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how))));
+}
+
+static int sync_register_personality(IoRing *r)
+{
+        return -EOPNOTSUPP;
+}
+
+static int sync_unregister_personality(IoRing *r, int id)
+{
+        return -EOPNOTSUPP;
 }
 
 static void sync_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags,

@@ -47,6 +47,26 @@ static void uring_openat(IoRing *r, const char *path, int flags, uint64_t tag)
         io_uring_sqe_set_data64(sqe, tag);
 }
 
+static void uring_openat2(IoRing *r, int dirfd, const char *path, const struct open_how *how, int personality,
+                          uint64_t tag)
+{
+        struct io_uring_sqe *sqe = get_sqe(r);
+
+        io_uring_prep_openat2(sqe, dirfd, path, (struct open_how *)how);
+        sqe->personality = (__u16)personality;
+        io_uring_sqe_set_data64(sqe, tag);
+}
+
+static int uring_register_personality(IoRing *r)
+{
+        return io_uring_register_personality(&URING(r)->ring);
+}
+
+static int uring_unregister_personality(IoRing *r, int id)
+{
+        return io_uring_unregister_personality(&URING(r)->ring, id);
+}
+
 static void uring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags,
                        uint64_t tag)
 {

@@ -63,6 +63,22 @@ void ioring_openat(IoRing *r, const char *path, int flags, uint64_t tag)
         r->ops->openat(r, path, flags, tag);
 }
 
+void ioring_openat2(IoRing *r, int dirfd, const char *path, const struct open_how *how, int personality,
+                    uint64_t tag)
+{
+        r->ops->openat2(r, dirfd, path, how, personality, tag);
+}
+
+int ioring_register_personality(IoRing *r)
+{
+        return r->ops->register_personality(r);
+}
+
+int ioring_unregister_personality(IoRing *r, int id)
+{
+        return r->ops->unregister_personality(r, id);
+}
+
 void ioring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags, uint64_t tag)
 {
         r->ops->read(r, fd, buf, len, off, buf_index, rw_flags, tag);

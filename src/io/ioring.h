@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <linux/openat2.h>
 
 #include "basic/string-table.h"
 
@@ -62,6 +63,14 @@ void ioring_set_ioprio(IoRing *r, uint16_t ioprio);
 
 /* Preparation never fails for lack of space: a full submission queue is flushed first. */
 void ioring_openat(IoRing *r, const char *path, int flags, uint64_t tag);
+/* openat2(dirfd, path, how) with the credentials of personality (0: the ring's owner's); how must
+ * stay valid until the next submit. The synchronous backend has no personalities: -EOPNOTSUPP. */
+void ioring_openat2(IoRing *r, int dirfd, const char *path, const struct open_how *how, int personality,
+                    uint64_t tag);
+/* Registers the calling thread's credentials as they are now as a personality of the ring (io_uring's
+ * IORING_REGISTER_PERSONALITY): its id (> 0), or -errno (-EOPNOTSUPP without io_uring). */
+int ioring_register_personality(IoRing *r);
+int ioring_unregister_personality(IoRing *r, int id);
 /* off < 0 reads at the file position (streams). buf_index < 0: buffer not registered. */
 void ioring_read(IoRing *r, int fd, void *buf, size_t len, int64_t off, int buf_index, int rw_flags,
                  uint64_t tag);
