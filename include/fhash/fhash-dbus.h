@@ -39,6 +39,8 @@
 
 /* The system bus lets a message carry at most 16 fds. */
 #define FHASH_MAX_FDS_PER_CALL 16
+/* HashNames and AddNames: names in one call (beneath at most FHASH_MAX_FDS_PER_CALL directories). */
+#define FHASH_MAX_NAMES_PER_CALL 4096
 /* The longest name (option "names") a caller may give an input, in bytes: a path's length. */
 #define FHASH_NAME_MAX 4095
 /* The most bytes of results one GetResults/GetResultsFrom reply carries: well under the 32 MiB a

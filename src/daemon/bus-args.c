@@ -185,7 +185,7 @@ int bus_read_paths(sd_bus_message *m, size_t max, char ***ret, sd_bus_error *err
 }
 
 /* n inputs without an fd, path or error yet. */
-static HashInput *hash_inputs_new(size_t n)
+HashInput *hash_inputs_new(size_t n)
 {
         HashInput *inputs = calloc(n, sizeof(HashInput));
 
@@ -220,8 +220,10 @@ int bus_echo_len(const char *s, size_t max)
 
 void hash_inputs_free(HashInput *inputs, size_t n)
 {
-        for (size_t i = 0; inputs && i < n; i++)
+        for (size_t i = 0; inputs && i < n; i++) {
                 safe_close(inputs[i].fd);
+                engine_dir_unref(inputs[i].dir);
+        }
         free(inputs);
 }
 

@@ -42,10 +42,13 @@ typedef struct HashInput {
         const EngineFdInfo *info; /* what the gate knew of fd (into the parcel), or NULL */
         unsigned flags;          /* ENGINE_INPUT_* for the engine */
         const char *path;        /* a path input: points into the message */
+        EngineDir *dir;          /* a name's (HashNames, AddNames): path is beneath it; a reference */
         const char *error_name;  /* set if the input fails up front */
         const char *error_message;
 } HashInput;
 
+/* n inputs, none with an fd yet. */
+HashInput *hash_inputs_new(size_t n);
 void hash_inputs_free(HashInput *inputs, size_t n);
 
 /* Reads the "as" of HashPaths: 1 to max absolute paths shorter than PATH_MAX, else InvalidArgs

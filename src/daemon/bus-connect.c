@@ -464,6 +464,119 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret)
         return 0;
 }
 
+static int driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        EngineCreds creds = {};
+        bool have_uid = false, have_groups = false;
+        int r;
+
+        if (!sender)
+                return -ENXIO;
+        r = driver_get(c);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(c->driver, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionCredentials", &error, &reply, "s", sender);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{sv}");
+        while (r > 0 && (r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "sv")) > 0) {
+                const char *key;
+                uint32_t v;
+
+                r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_STRING, &key);
+                if (r >= 0 && streq(key, "UnixUserID")) {
+                        r = sd_bus_message_read(reply, "v", "u", &v);
+                        creds.uid = (uid_t)v;
+                        have_uid = r > 0;
+                } else if (r >= 0 && streq(key, "UnixGroupIDs")) {
+                        /* dbus-daemon's: the primary group and the supplementary ones (SO_PEERCRED,
+                         * SO_PEERGROUPS), as the kernel gave them when the caller connected. */
+                        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, "au");
+                        if (r > 0)
+                                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "u");
+                        while (r > 0 && (r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_UINT32, &v)) > 0) {
+                                if (creds.n_groups == ENGINE_CREDS_GROUPS_MAX)
+                                        return -E2BIG;
+                                creds.groups[creds.n_groups++] = (gid_t)v;
+                        }
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                        have_groups = r >= 0 && creds.n_groups > 0;
+                } else if (r >= 0)
+                        r = sd_bus_message_skip(reply, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = 1;
+        }
+        if (r < 0)
+                return r;
+        /* A bus that does not say the groups (or a uid other than the one the caller's calls are
+         * charged to) gives nothing to open with. */
+        if (!have_uid || !have_groups || creds.uid != uid)
+                return -ENODATA;
+        *ret = creds;
+        return 0;
+}
+
+/* The senders' credentials, as the driver said them: a few, the latest first to go. */
+#define SENDER_CREDS_MAX 16
+
+struct SenderCreds {
+        struct {
+                char *sender;
+                EngineCreds creds;
+        } items[SENDER_CREDS_MAX];
+        unsigned next;
+};
+
+static void sender_creds_free(Context *c)
+{
+        if (!c->sender_creds)
+                return;
+        for (unsigned i = 0; i < SENDER_CREDS_MAX; i++)
+                free(c->sender_creds->items[i].sender);
+        c->sender_creds = mfree(c->sender_creds);
+}
+
+int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret)
+{
+        struct SenderCreds *s;
+        unsigned i;
+        char *copy;
+        int r;
+
+        if (!sender)
+                return -ENXIO;
+        if (!c->sender_creds) {
+                c->sender_creds = calloc(1, sizeof(struct SenderCreds));
+                if (!c->sender_creds)
+                        return -ENOMEM;
+        }
+        s = c->sender_creds;
+        for (i = 0; i < SENDER_CREDS_MAX; i++)
+                if (s->items[i].sender && streq(s->items[i].sender, sender) && s->items[i].creds.uid == uid) {
+                        *ret = s->items[i].creds;
+                        return 0;
+                }
+        r = driver_creds(c, sender, uid, ret);
+        if (r < 0)
+                return r;
+        copy = strdup(sender);
+        if (!copy)
+                return 0; /* known this once */
+        i = s->next++ % SENDER_CREDS_MAX;
+        free(s->items[i].sender);
+        s->items[i].sender = copy;
+        s->items[i].creds = *ret;
+        return 0;
+}
+
 void bus_disconnect(Context *c)
 {
         if (c->bus) {
@@ -472,6 +585,7 @@ void bus_disconnect(Context *c)
         }
         c->bus_gate = gate_free(c->bus_gate);
         sender_uids_free(c);
+        sender_creds_free(c);
         c->driver = sd_bus_flush_close_unref(c->driver);
         c->bus_address = mfree(c->bus_address);
 }

@@ -6,6 +6,7 @@
 #include <systemd/sd-bus.h>
 
 #include "daemon/context.h"
+#include "engine/engine.h"
 #include "daemon/gate.h"
 #include "protocol/bus.h"
 
@@ -45,6 +46,11 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret);
  * after a failure, its error for that sender (bus_driver_uid() says it too, once, instead of asking
  * again). Long names (never kept) are asked as above. */
 int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret);
+/* What the bus driver says of sender's credentials (GetConnectionCredentials): its uid, which must be
+ * uid, and its groups, the primary one among them. A blocking round trip the first time: the last
+ * few senders' answers are kept (a unique name is never reused; forgotten with the connection).
+ * -ENODATA when the bus does not say the groups, -E2BIG past ENGINE_CREDS_GROUPS_MAX. */
+int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret);
 
 /* Closes c->bus, c->bus_gate and c->driver. */
 void bus_disconnect(Context *c);

@@ -133,9 +133,7 @@ static int method_cancel(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* AddFds, Close and Release: the owner's connection only, not even root (the results go to the
- * owner). */
-static int check_owner_connection(Job *j, sd_bus_message *msg, sd_bus_error *error)
+int bus_job_check_owner(Job *j, sd_bus_message *msg, sd_bus_error *error)
 {
         if (!streq_ptr(bus_caller_name(j->context, msg), j->owner))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
@@ -144,7 +142,7 @@ static int check_owner_connection(Job *j, sd_bus_message *msg, sd_bus_error *err
         return 0;
 }
 
-static int job_closed_error(Job *j, sd_bus_error *error)
+int bus_job_closed_error(Job *j, sd_bus_error *error)
 {
         return sd_bus_error_setf(error, FHASH_ERROR_JOB_CLOSED, "Job %" PRIu64 " takes no more inputs: it is %s.",
                                  j->entry.id,
@@ -153,132 +151,12 @@ static int job_closed_error(Job *j, sd_bus_error *error)
                                                     : "closed");
 }
 
-int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, const HashOptions *o)
-{
-        int r;
-
-        for (size_t k = 0; k < n; k++) {
-                size_t i = (size_t)first + k;
-
-                r = 0;
-                if (o->names)
-                        r = job_set_name(j, i, o->names[k]);
-                else if (inputs[k].path)
-                        r = job_set_name(j, i, inputs[k].path);
-                if (r < 0)
-                        return r;
-                if (o->expected && o->expected[k][0]) {
-                        r = job_set_expected(j, i, o->expected[k]);
-                        if (r < 0)
-                                return r;
-                }
-                if (inputs[k].error_name)
-                        r = job_fail_input(j, i, inputs[k].error_name, inputs[k].error_message);
-                else {
-                        r = job_add_input(j, i, inputs[k].fd, inputs[k].flags, inputs[k].info, inputs[k].path);
-                        if (r == 0)
-                                inputs[k].fd = -EBADF;  /* the engine owns it now */
-                }
-                if (r != 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* AddFds as its gate passes it on (daemon/gate.h): its "ah" an "au" of indexes into the parcel of
- * fds the gate kept. */
-static int method_add_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error)
-{
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(parcel_freep) Parcel *parcel = NULL;
-        Job *j = userdata;
-        Context *c = j->context;
-        HashOptions o = {};
-        HashInput *inputs = NULL;
-        uint32_t idx[FHASH_MAX_FDS_PER_CALL];
-        uint32_t first = 0;
-        size_t n = 0;
-        bool begun = false;
-        int r;
-
-        r = check_owner_connection(j, msg, error);
-        if (r < 0)
-                return r;
-        r = bus_read_fds(c, msg, &parcel, idx, &n, error);
-        if (r < 0)
-                return r;
-        r = bus_read_hash_options(msg, n, &j->algos, j->engine_options.params, HASH_OPTIONS_ADD_FDS, &o, error);
-        if (r < 0)
-                return r;
-
-        if (!job_is_open(j)) {
-                r = job_closed_error(j, error);
-                goto finish;
-        }
-        /* The per-uid file quota counts added files like any others; the job itself is counted
-         * already, so the job quota does not apply. Checked before the fds are, as it always was;
-         * job_begin_inputs() takes the charge. */
-        r = bus_check_accepting(c, error);
-        if (r < 0)
-                goto finish;
-        r = user_check(&c->registry.users, j->uid, USER_RESOURCE_FILES, n);
-        if (r > 0) {
-                r = bus_error_quota(c, j->uid, USER_RESOURCE_FILES, r, n, error);
-                goto finish;
-        }
-
-        r = bus_check_fds(c, parcel, idx, n, j->allow_streams, j->uid == 0, &inputs, error);
-        if (r < 0)
-                goto finish;
-
-        r = job_begin_inputs(j, n, &first);
-        if (r == -E2BIG) {
-                r = sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                      "Job %" PRIu64 " has %" PRIu32 " inputs; a job holds at most %" PRIu32 ".",
-                                      j->entry.id, j->results.n_inputs, JOB_INPUTS_MAX);
-                goto finish;
-        }
-        if (r > 0) {
-                r = bus_error_quota(c, j->uid, j->refused, r, n, error);
-                goto finish;
-        }
-        if (r < 0)
-                goto finish;
-        begun = true;
-        r = bus_job_fill_inputs(j, first, inputs, n, &o);
-        if (r > 0)
-                r = bus_error_quota(c, j->uid, j->refused, r, n, error);
-        if (r < 0)
-                goto finish;
-        /* The reply is made before the inputs are committed: once the engine has them, nothing may
-         * fail any more. */
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "u", first);
-        if (r < 0)
-                goto finish;
-        r = job_commit_inputs(j, o.more);
-        if (r < 0)
-                goto finish;
-        begun = false;
-
-        log_debug("Job %" PRIu64 ": %zu more inputs from index %" PRIu32 "%s.", j->entry.id, n, first,
-                  o.more ? "" : ", closed");
-        r = sd_bus_send(NULL, reply, NULL);
-finish:
-        if (begun)
-                job_abort_inputs(j);
-        hash_inputs_free(inputs, n);
-        hash_options_done(&o);
-        return r;
-}
-
 static int method_close(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         Job *j = userdata;
         int r;
 
-        r = check_owner_connection(j, msg, error);
+        r = bus_job_check_owner(j, msg, error);
         if (r < 0)
                 return r;
         /* Closing a closed or finished job is a no-op, as Cancel() of a finished one is. */
@@ -298,7 +176,7 @@ static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *err
         Job *j = userdata;
         int r;
 
-        r = check_owner_connection(j, msg, error);
+        r = bus_job_check_owner(j, msg, error);
         if (r < 0)
                 return r;
         if (job_release_results(j) == -EBUSY) {
@@ -471,7 +349,12 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("AddFds", SD_BUS_ARGS("ah", fds, "a{sv}", options),
                                 SD_BUS_RESULT("u", first_index), method_add_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_ADD_FDS, SD_BUS_ARGS("au", fds, "a{sv}", options),
-                                SD_BUS_RESULT("u", first_index), method_add_fds,
+                                SD_BUS_RESULT("u", first_index), bus_job_method_add_fds,
+                                SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
+        SD_BUS_METHOD_WITH_ARGS("AddNames", SD_BUS_ARGS("ah", dirs, "a(us)", names, "a{sv}", options),
+                                SD_BUS_RESULT("u", first_index), method_add_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_ADD_NAMES, SD_BUS_ARGS("au", dirs, "a(us)", names, "a{sv}", options),
+                                SD_BUS_RESULT("u", first_index), bus_job_method_add_names,
                                 SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
         SD_BUS_METHOD_WITH_ARGS("Close", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_close,
                                 SD_BUS_VTABLE_UNPRIVILEGED),

@@ -13,6 +13,7 @@
 #include "daemon/bus-args.h"
 #include "daemon/bus-options.h"
 #include "daemon/bus-job.h"
+#include "daemon/bus-names.h"
 #include "daemon/bus-manager.h"
 #include "daemon/gate.h"
 #include "daemon/peer.h"
@@ -29,7 +30,7 @@ static uint64_t effective_max_size(uint64_t asked, uint64_t admin)
 
 /* Common tail of HashFds and HashPaths: quota, job, reply. Takes the fds of inputs on success. */
 static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgoSet *algos, HashInput *inputs, size_t n,
-                      const HashOptions *o, sd_bus_error *error)
+                      const HashOptions *o, bool by_name, const EngineCreds *creds, sd_bus_error *error)
 {
         _cleanup_(job_freep) Job *j = NULL;
         /* regular_only matters for path inputs only: the daemon cannot check what a path is before
@@ -63,6 +64,12 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         if (r < 0)
                 return r;
         j->priority = o->priority;
+        /* HashNames: its names (and AddNames' later) open with the caller's credentials. */
+        j->names = by_name;
+        if (creds) {
+                j->creds = *creds;
+                j->engine_options.creds = &j->creds;
+        }
         r = job_begin_inputs(j, n, &first);
         if (r > 0)
                 return bus_error_quota(c, uid, j->refused, r, n, error);
@@ -79,8 +86,9 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         if (r < 0)
                 return r;
 
-        log_debug("Job %" PRIu64 ": %zu %s inputs for %s (uid %u), %s%s%s%s%s.", j->entry.id, n,
-                  hash_algo_set_format(algos, names, sizeof(names)), j->owner, (unsigned)uid,
+        log_debug("Job %" PRIu64 ": %zu %s inputs%s for %s (uid %u), %s%s%s%s%s.", j->entry.id, n,
+                  hash_algo_set_format(algos, names, sizeof(names)), by_name ? " by name" : "", j->owner,
+                  (unsigned)uid,
                   job_priority_to_string(o->priority), o->dontcache ? ", dontcache" : "",
                   o->strategy != ENGINE_READ_AUTO ? ", strategy " : "",
                   o->strategy != ENGINE_READ_AUTO ? engine_read_strategy_to_string(o->strategy) : "",
@@ -98,7 +106,7 @@ static int hash_call_finish(Context *c, sd_bus_message *msg, int r, uid_t uid, c
                             HashInput *inputs, size_t n, HashOptions *o, sd_bus_error *error)
 {
         if (r >= 0)
-                r = create_job(c, msg, uid, algos, inputs, n, o, error);
+                r = create_job(c, msg, uid, algos, inputs, n, o, false, NULL, error);
         hash_inputs_free(inputs, n);
         hash_options_done(o);
         return r;
@@ -129,6 +137,43 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r >= 0)
                 r = bus_check_fds(c, parcel, idx, n, o.max_size > 0, uid == 0, &inputs, error);
         return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, error);
+}
+
+/* HashNames as its gate passes it on: its "ah" of directories an "au" of indexes into the parcel,
+ * then the names beneath them (daemon/bus-names.h). */
+static int method_hash_names(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        _cleanup_(parcel_freep) Parcel *parcel = NULL;
+        _cleanup_free_ NameRef *names = NULL;
+        Context *c = userdata;
+        HashOptions o = {};
+        HashInput *inputs = NULL;
+        uint32_t idx[FHASH_MAX_FDS_PER_CALL];
+        size_t n_dirs = 0, n = 0;
+        HashAlgoSet algos = {};
+        EngineCreds creds;
+        bool own = false;
+        uid_t uid;
+        int r;
+
+        r = bus_read_fds(c, msg, &parcel, idx, &n_dirs, error);
+        if (r >= 0)
+                r = bus_read_names(msg, n_dirs, &names, &n, error);
+        if (r < 0)
+                return r;
+        r = bus_read_algorithm_and_options(msg, n, HASH_OPTIONS_HASH_NAMES, &algos, &o, error);
+        if (r < 0)
+                return r;
+        r = bus_read_caller_uid(c, msg, &uid, error);
+        if (r >= 0)
+                r = bus_caller_creds(c, msg, uid, &creds, &own, error);
+        if (r >= 0)
+                r = bus_check_names(c, parcel, idx, n_dirs, names, n, &inputs, error);
+        if (r >= 0)
+                r = create_job(c, msg, uid, &algos, inputs, n, &o, true, own ? NULL : &creds, error);
+        hash_inputs_free(inputs, n);
+        hash_options_done(&o);
+        return r;
 }
 
 /* Every HashFds reaches fhashd through a gate, which renames it: this is only for introspection. */
@@ -226,6 +271,8 @@ static int method_open_connection(sd_bus_message *msg, void *userdata, sd_bus_er
                 return r;
 
         r = peer_new(c, opener, uid, &p, &fd);
+        if (r == 0)
+                p->creds = bus_opener_creds(c, opener, uid);
         if (r > 0) {
                 const UserLimit *l = &c->registry.users.limits[USER_RESOURCE_PEERS];
 
@@ -338,6 +385,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_RESULT("o", job), method_hash_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_HASH_FDS, SD_BUS_ARGS("au", fds, "s", algorithm, "a{sv}", options),
                                 SD_BUS_RESULT("o", job), method_hash_fds,
+                                SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
+        SD_BUS_METHOD_WITH_ARGS("HashNames",
+                                SD_BUS_ARGS("ah", dirs, "a(us)", names, "s", algorithm, "a{sv}", options),
+                                SD_BUS_RESULT("o", job), method_hash_fds_ungated, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS(GATE_MEMBER_HASH_NAMES,
+                                SD_BUS_ARGS("au", dirs, "a(us)", names, "s", algorithm, "a{sv}", options),
+                                SD_BUS_RESULT("o", job), method_hash_names,
                                 SD_BUS_VTABLE_UNPRIVILEGED | SD_BUS_VTABLE_HIDDEN),
         SD_BUS_METHOD_WITH_ARGS("HashPaths", SD_BUS_ARGS("as", paths, "s", algorithm, "a{sv}", options),
                                 SD_BUS_RESULT("o", job), method_hash_paths, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -24,6 +24,7 @@ typedef struct Gate Gate;
 typedef struct FdScreen FdScreen;
 typedef struct Closing Closing;
 struct SenderUids;
+struct SenderCreds;
 
 struct Context {
         sd_event *event;
@@ -32,6 +33,7 @@ struct Context {
         sd_bus *driver;       /* asks the bus driver what the bus connection cannot (bus-connect.h) */
         char *bus_address;
         struct SenderUids *sender_uids; /* senders' uids as the driver said them (bus-connect.c) */
+        struct SenderCreds *sender_creds; /* and their groups, for HashNames (bus-connect.c) */
         FdScreen *fd_screen;  /* judges every fd a gate receives */
         Closing *closing;     /* fds only the closer may close */
         Engine *engine;

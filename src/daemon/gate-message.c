@@ -23,6 +23,12 @@ static const char *gated_member(const DBusHeader *h)
         if (streq(h->member, "AddFds") && (!h->interface || streq(h->interface, FHASH_JOB_INTERFACE)) &&
             streq(h->signature, "aha{sv}"))
                 return GATE_MEMBER_ADD_FDS;
+        if (streq(h->member, "HashNames") && (!h->interface || streq(h->interface, FHASH_MANAGER_INTERFACE)) &&
+            streq(h->signature, "aha(us)sa{sv}"))
+                return GATE_MEMBER_HASH_NAMES;
+        if (streq(h->member, "AddNames") && (!h->interface || streq(h->interface, FHASH_JOB_INTERFACE)) &&
+            streq(h->signature, "aha(us)a{sv}"))
+                return GATE_MEMBER_ADD_NAMES;
         return NULL;
 }
 

@@ -22,8 +22,9 @@
  * the bus's answers up to AGREE_UNIX_FD on the bus), then frames each message by its header,
  * validates the header as the D-Bus specification and sd-bus do (daemon/dbus-message.h), judges each
  * fd that came with it (daemon/fd-screen.h) and keeps none in the message it passes on:
- *   - HashFds and AddFds are renamed to hidden methods (GATE_MEMBER_*) whose "ah" is an "au" of
- *     indexes into the parcel the gate keeps (daemon/parcel.h), taken by the handler;
+ *   - HashFds, AddFds, HashNames and AddNames are renamed to hidden methods (GATE_MEMBER_*) whose
+ *     "ah" is an "au" of indexes into the parcel the gate keeps (daemon/parcel.h), taken by the
+ *     handler;
  *   - any other message's fds are closed at once, and an "h" in its signature becomes a "u";
  *   - an fd whose close could wait for ever goes to the closer (daemon/closing.h), charged to the
  *     sender's uid.
@@ -63,6 +64,8 @@ typedef struct GateOps {
 #define GATE_MEMBER_PREFIX "Gate"
 #define GATE_MEMBER_HASH_FDS "GateHashFds"
 #define GATE_MEMBER_ADD_FDS "GateAddFds"
+#define GATE_MEMBER_HASH_NAMES "GateHashNames"
+#define GATE_MEMBER_ADD_NAMES "GateAddNames"
 
 /* Bytes passed to sd-bus and not read by it yet past which the gate stops reading. */
 #define GATE_UNREAD_MAX ((size_t)1 << 20)

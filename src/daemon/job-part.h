@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/user.h"
 #include "engine/engine.h"
 
 /* One call's inputs that need the engine, as one EngineJob. The engine numbers only the inputs it
@@ -20,6 +21,9 @@ typedef struct JobPart {
         size_t n_engine_inputs, n_alloc;
         /* What job_parts_poll() last read of it: counted in JobParts.live_bytes_*. */
         uint64_t seen_done, seen_total;
+        /* HashNames, AddNames: the directories its names are beneath stay open while its
+         * EngineJob lives, one fd each against the uid's (USER_RESOURCE_FDS). */
+        UserCharge dirs_charge;
 } JobPart;
 
 /* The parts the engine has not reported done, and running totals so that no event walks them: bytes

@@ -215,7 +215,7 @@ static int job_get_new_part(Job *j, JobPart **ret)
         return 0;
 }
 
-int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *info, const char *path)
+int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *info, const char *path, EngineDir *dir)
 {
         JobPart *p;
         int r;
@@ -231,9 +231,9 @@ int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *
                 if (r != 0)
                         return r;
         }
-        r = fd >= 0 ? engine_job_add_input(p->engine_job, &(EngineInput){ .fd = fd, .flags = flags, .info = info,
-                                                                           .cookie = engine_job_get_n_inputs(p->engine_job) })
-                    : engine_job_add_path(p->engine_job, path);
+        r = engine_job_add_input(p->engine_job, &(EngineInput){ .fd = fd, .flags = flags, .info = info,
+                                                                .path = fd >= 0 ? NULL : path, .dir = dir,
+                                                                .cookie = engine_job_get_n_inputs(p->engine_job) });
         if (r < 0) {
                 if (fd >= 0)
                         user_charge_release(&j->entry.fd_charge, 1);

@@ -47,6 +47,8 @@ struct Job {
         HashParams params;   /* "length", "key", "derive-key": the key wiped when the job is freed */
         char *params_context;
         bool allow_streams;  /* "max-size" was given: pipes and devices may be read */
+        bool names;          /* made by HashNames: AddNames() may add names to it */
+        EngineCreds creds;   /* the caller's, that its names are opened with (engine_options.creds) */
         UserResource refused;  /* which limit the last USER_E_* outcome of a job_*() call came from */
 
         /* Inputs come in parts: the call that made the job brings the first, each AddFds() one
@@ -101,8 +103,10 @@ int job_set_name(Job *j, size_t i, const char *name);
 /* Sets the digest input i must have (lower-case hex of the right length, checked by the caller). */
 int job_set_expected(Job *j, size_t i, const char *hex);
 /* Input i is read by the engine: fd if >= 0 (taken on success only; flags are ENGINE_INPUT_*; info
- * what the gate knew of it, or NULL), else the absolute path. */
-int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *info, const char *path);
+ * what the gate knew of it, or NULL), else the absolute path, or the name beneath dir (HashNames:
+ * the engine takes a reference), opened with the job's creds. */
+int job_add_input(Job *j, size_t i, int fd, unsigned flags, const EngineFdInfo *info, const char *path,
+                  EngineDir *dir);
 /* Input i fails before any reading, e.g. a directory fd: error_name is one of FHASH_ERROR_*. Its
  * result goes out once the inputs are committed. */
 int job_fail_input(Job *j, size_t i, const char *error_name, const char *message);

@@ -30,6 +30,7 @@ Peer *peer_free(Peer *p)
                 sd_bus_close_unref(p->bus);
         gate_free(p->gate);
         free(p->name);
+        free(p->creds);
         return mfree(p);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Peer *, peer_free);

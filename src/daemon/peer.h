@@ -33,6 +33,7 @@ struct Peer {
         sd_bus *bus;
         char *name;         /* "<opener's unique name>/direct/<id>": the Owner of its jobs */
         uid_t uid;          /* the opener's euid, from the bus driver */
+        EngineCreds *creds; /* the opener's uid and groups, for HashNames (bus-names.h); NULL: none */
         bool cut_off;       /* shut down for not reading (peer_check_backlog()) */
         sd_event_source *handshake_kick; /* until the handshake is done: see on_handshake_kick() */
         Gate *gate;         /* reads the client's socket and passes its messages to sd-bus, without fds */

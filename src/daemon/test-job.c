@@ -198,8 +198,8 @@ static void test_job_charges(void **state)
         /* A file that fails up front has its result when the call is committed; the others when
          * the engine is done with them; the job when it finishes. */
         assert_int_equal(job_fail_input(j, 0, FHASH_ERROR_NOT_REGULAR, "is a directory"), 0);
-        assert_int_equal(job_add_input(j, 1, data_fd(4096), 0, NULL, NULL), 0);
-        assert_int_equal(job_add_input(j, 2, data_fd(100000), 0, NULL, NULL), 0);
+        assert_int_equal(job_add_input(j, 1, data_fd(4096), 0, NULL, NULL, NULL), 0);
+        assert_int_equal(job_add_input(j, 2, data_fd(100000), 0, NULL, NULL, NULL), 0);
         assert_int_equal(job_start(j, f->conn), 0);
         assert_true(used(reg, UID_A, USER_RESOURCE_FILES) <= 2);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_OWNERS), 1);
@@ -229,7 +229,7 @@ static void test_open_job(void **state)
         /* An open job's files are given back one by one as they are done; the job stays charged
          * until it is closed and done. */
         assert_int_equal(job_begin_inputs(j, 1, &first), 0);
-        assert_int_equal(job_add_input(j, 0, data_fd(5000), 0, NULL, NULL), 0);
+        assert_int_equal(job_add_input(j, 0, data_fd(5000), 0, NULL, NULL, NULL), 0);
         assert_int_equal(job_start(j, f->conn), 0);
         run_until(f, has_results, j);
         assert_int_equal(used(reg, UID_A, USER_RESOURCE_FILES), 0);
@@ -239,8 +239,8 @@ static void test_open_job(void **state)
         /* Parts: every call is one, and the totals add up whatever order they finish in. */
         for (int call = 0; call < 20; call++) {
                 assert_int_equal(job_begin_inputs(j, 2, &first), 0);
-                assert_int_equal(job_add_input(j, first, data_fd(3000), 0, NULL, NULL), 0);
-                assert_int_equal(job_add_input(j, first + 1, data_fd(7000), 0, NULL, NULL), 0);
+                assert_int_equal(job_add_input(j, first, data_fd(3000), 0, NULL, NULL, NULL), 0);
+                assert_int_equal(job_add_input(j, first + 1, data_fd(7000), 0, NULL, NULL, NULL), 0);
                 assert_int_equal(job_commit_inputs(j, call < 19), 0);
                 assert_true(used(reg, UID_A, USER_RESOURCE_FILES) <= 5);
                 run_until(f, has_results, j);

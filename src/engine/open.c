@@ -165,10 +165,15 @@ void file_opened(Shard *s, FileSlot *f)
         }
 
         if ((f->job->options.regular_only || f->job->inputs[f->input].dir) && !f->fd_input) {
-                /* Devices may be read as bounded streams; FIFOs and sockets by path never: an
-                 * io_uring read of a FIFO that never had a writer does not complete, and pipes
-                 * are for callers that pass the fd. */
-                if (S_ISFIFO(m) || S_ISSOCK(m) || (!S_ISREG(m) && !f->job->options.max_file_size)) {
+                /* Devices may be read as bounded streams; sockets by path never, nor FIFOs by
+                 * path: pipes are for callers that pass the fd. A FIFO named beneath a caller's
+                 * directory is read as a stream (its poll waits for its first writer): our
+                 * O_NONBLOCK open let a writer waiting in its open(2) go on, and closing it unread
+                 * would lose what that writer writes. */
+                bool fifo_ok = S_ISFIFO(m) && f->job->inputs[f->input].dir;
+
+                if ((S_ISFIFO(m) && !fifo_ok) || S_ISSOCK(m) ||
+                    (!S_ISREG(m) && !fifo_ok && !f->job->options.max_file_size)) {
                         file_abort(s, f, ENGINE_FILE_ERROR, -ESPIPE);
                         file_finish_io(s, f);
                         return;

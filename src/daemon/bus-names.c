@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* bus-names.c: HashNames' and AddNames' arguments: the caller's directories, the names beneath them,
+ * and the credentials fhashd opens them with */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "basic/log.h"
+#include "basic/macro.h"
+#include "daemon/bus-connect.h"
+#include "daemon/bus-names.h"
+#include "daemon/peer.h"
+#include "fhash/fhash-dbus.h"
+
+int bus_read_names(sd_bus_message *m, size_t n_dirs, NameRef **ret, size_t *ret_n, sd_bus_error *error)
+{
+        NameRef *names;
+        size_t n = 0;
+        int r;
+
+        names = malloc(FHASH_MAX_NAMES_PER_CALL * sizeof(NameRef));
+        if (!names)
+                return -ENOMEM;
+        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(us)");
+        while (r >= 0) {
+                NameRef ref;
+
+                r = sd_bus_message_read(m, "(us)", &ref.dir, &ref.name);
+                if (r <= 0)
+                        break;
+                if (n == FHASH_MAX_NAMES_PER_CALL)
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "names: more than %d names in one call",
+                                              FHASH_MAX_NAMES_PER_CALL);
+                else if (ref.dir >= n_dirs)
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "names[%zu]: directory %" PRIu32 " of %zu given", n, ref.dir, n_dirs);
+                else if (!ref.name[0] || ref.name[0] == '/' || strlen(ref.name) >= PATH_MAX)
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "names[%zu]: a name must be relative to its directory, not empty, "
+                                              "and shorter than %d bytes",
+                                              n, PATH_MAX);
+                else
+                        names[n++] = ref;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0 && n == 0)
+                r = sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "names: no names given");
+        if (r < 0) {
+                free(names);
+                return r;
+        }
+        *ret = names;
+        *ret_n = n;
+        return 0;
+}
+
+int bus_check_names(Context *c, Parcel *p, const uint32_t idx[], size_t n_dirs, const NameRef *names, size_t n,
+                    HashInput **ret, sd_bus_error *error)
+{
+        EngineDir *dirs[FHASH_MAX_FDS_PER_CALL] = {};
+        HashInput *inputs;
+        int r = 0;
+
+        for (size_t k = 0; k < n_dirs && r >= 0; k++) {
+                const ParcelEntry *e = &p->entries[idx[k]];
+                int fd;
+
+                if (e->verdict.refusal != FD_REFUSAL_NONE || !S_ISDIR(e->verdict.stx.stx_mode) ||
+                    e->verdict.fs_class != FS_CLASS_LOCAL) {
+                        r = sd_bus_error_setf(error, FHASH_ERROR_ACCESS_DENIED,
+                                              "dirs[%zu]: %s: fhashd opens names only in a directory on a local "
+                                              "file system; pass the files' fds to HashFds instead",
+                                              k, e->verdict.refusal != FD_REFUSAL_NONE
+                                                         ? fd_refusal_to_string(e->verdict.refusal)
+                                                 : !S_ISDIR(e->verdict.stx.stx_mode) ? "not a directory"
+                                                                                     : "not a local file system");
+                        break;
+                }
+                fd = parcel_take_fd(p, idx[k]);
+                /* The same fd given twice is one directory twice. */
+                for (size_t i = 0; fd < 0 && i < k; i++)
+                        if (idx[i] == idx[k])
+                                fd = fcntl(engine_dir_fd(dirs[i]), F_DUPFD_CLOEXEC, 3);
+                dirs[k] = engine_dir_new(fd);
+                if (!dirs[k])
+                        r = sd_bus_error_setf(error, FHASH_ERROR_BUSY, "dirs[%zu]: fhashd has no file descriptor left",
+                                              k);
+        }
+        inputs = r >= 0 ? hash_inputs_new(n) : NULL;
+        if (r >= 0 && !inputs)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                inputs[i].path = names[i].name;
+                inputs[i].dir = engine_dir_ref(dirs[names[i].dir]);
+        }
+        for (size_t k = 0; k < n_dirs; k++)
+                engine_dir_unref(dirs[k]);
+        if (r < 0)
+                return r;
+        *ret = inputs;
+        return 0;
+}
+
+/* Whether this process may take another uid's and group's credentials for a moment (root with
+ * CAP_SETUID and CAP_SETGID): tried once, on this thread, and put back at once. */
+static bool creds_switch_possible(void)
+{
+        static int possible = -1;
+
+        if (possible < 0) {
+                uid_t uid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+                gid_t gid = (gid_t)syscall(SYS_setfsgid, (gid_t)-1);
+
+                (void)syscall(SYS_setfsuid, (uid_t)65534);
+                (void)syscall(SYS_setfsgid, (gid_t)65534);
+                possible = (uid_t)syscall(SYS_setfsuid, (uid_t)-1) == 65534 &&
+                           (gid_t)syscall(SYS_setfsgid, (gid_t)-1) == 65534;
+                (void)syscall(SYS_setfsuid, uid);
+                (void)syscall(SYS_setfsgid, gid);
+        }
+        return possible;
+}
+
+EngineCreds *bus_opener_creds(Context *c, const char *opener, uid_t uid)
+{
+        EngineCreds creds, *p;
+
+        if (uid == 0 || uid == c->uid || !creds_switch_possible() || bus_driver_creds(c, opener, uid, &creds) < 0)
+                return NULL;
+        p = malloc(sizeof(*p));
+        if (p)
+                *p = creds;
+        return p;
+}
+
+int bus_caller_creds(Context *c, sd_bus_message *msg, uid_t uid, EngineCreds *ret, bool *ret_own,
+                     sd_bus_error *error)
+{
+        sd_bus *bus = sd_bus_message_get_bus(msg);
+        int r;
+
+        *ret_own = uid == 0 || uid == c->uid;
+        if (*ret_own)
+                return 0;
+        if (!creds_switch_possible())
+                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                        "fhashd cannot open files with another user's credentials (it lacks "
+                                        "CAP_SETUID and CAP_SETGID); pass the files' fds to HashFds instead");
+        if (bus != c->bus) {
+                PeerEntry *e = registry_find_peer(&c->registry, bus);
+
+                if (!e || !e->peer || !e->peer->creds)
+                        return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                                "The bus did not say the groups of this connection's opener; pass "
+                                                "the files' fds to HashFds instead");
+                *ret = *e->peer->creds;
+                return 0;
+        }
+        r = bus_driver_creds(c, sd_bus_message_get_sender(msg), uid, ret);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
+                                         "Cannot tell the caller's groups from the bus (%s); pass the files' fds to "
+                                         "HashFds instead",
+                                         strerror(-r));
+        return 0;
+}
