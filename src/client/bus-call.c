@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bus-call.c: a run's calls to fhashd, their replies, and the Busy back-off */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -27,6 +28,7 @@ void bus_calls_init(BusCalls *cs, BusJobs *jobs, const RunOptions *o, sd_bus_err
         unsigned secs = BUSY_TIMEOUT_DEFAULT_SEC;
 
         *cs = (BusCalls){ .jobs = jobs, .options = o, .ret_error = ret_error };
+        dir_cache_init(&cs->dirs);
         cs->retry_tail = &cs->retry;
         if (env && *env) {
                 char *end;
@@ -44,8 +46,10 @@ BusCall *bus_call_new(BusCalls *cs, BusJob *j, CallKind kind)
 {
         BusCall *call = calloc(1, sizeof(*call));
 
-        if (call)
+        if (call) {
                 *call = (BusCall){ .calls = cs, .job = j, .kind = kind };
+                name_dirs_init(&call->dirs);
+        }
         return call;
 }
 
@@ -54,6 +58,7 @@ void bus_call_free(BusCall *call)
         if (!call)
                 return;
         sd_bus_slot_unref(call->slot);
+        name_dirs_done(&call->dirs);
         free(call);
 }
 
@@ -73,6 +78,7 @@ void bus_calls_done(BusCalls *cs)
                 bus_call_free(call);
         }
         cs->retry_tail = &cs->retry;
+        dir_cache_done(&cs->dirs);
 }
 
 static const char *input_name(const Feed *f, size_t item)
@@ -198,16 +204,23 @@ int bus_call_send(BusCalls *cs, BusCall *call, int fds[])
 
         if (call->kind == CALL_HASH_FDS)
                 r = sd_bus_message_new_method_call(peer->bus, &m, peer->dest, FHASH_MANAGER_PATH,
-                                                   FHASH_MANAGER_INTERFACE, "HashFds");
+                                                   FHASH_MANAGER_INTERFACE, call->by_name ? "HashNames" : "HashFds");
         else
                 r = sd_bus_message_new_method_call(peer->bus, &m, peer->dest, j->path, FHASH_JOB_INTERFACE,
-                                                   call->kind == CALL_ADD_FDS ? "AddFds" : "Close");
-        if (r >= 0 && call->kind != CALL_CLOSE) {
+                                                   call->kind == CALL_CLOSE ? "Close"
+                                                   : call->by_name          ? "AddNames"
+                                                                            : "AddFds");
+        if (r >= 0 && call->kind != CALL_CLOSE && call->by_name)
+                r = bus_names_append(m, &call->dirs, cs->jobs->feed, call->idx, call->n);
+        else if (r >= 0 && call->kind != CALL_CLOSE) {
+                assert(fds);
                 r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "h");
                 for (size_t k = 0; r >= 0 && k < call->n; k++)
                         r = sd_bus_message_append(m, "h", fds[k]); /* sd-bus dups it */
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
+        }
+        if (r >= 0 && call->kind != CALL_CLOSE) {
                 if (r >= 0 && call->kind == CALL_HASH_FDS)
                         r = sd_bus_message_append(m, "s",
                                                   cs->options->algos.n > 1 ? cs->options->algos_name
@@ -215,7 +228,7 @@ int bus_call_send(BusCalls *cs, BusCall *call, int fds[])
                 if (r >= 0)
                         r = append_options(m, cs, call);
         }
-        for (size_t k = 0; fds && k < call->n; k++)
+        for (size_t k = 0; fds && !call->by_name && k < call->n; k++)
                 fds[k] = safe_close(fds[k]);
         if (r >= 0)
                 r = sd_bus_call_async(peer->bus, &call->slot, m, on_reply, call, 0);
@@ -223,7 +236,7 @@ int bus_call_send(BusCalls *cs, BusCall *call, int fds[])
                 return r;
         LIST_PREPEND_BY(out_next, out_prev, cs->out, call);
         for (size_t k = 0; k < call->n; k++)
-                bus_jobs_sent(cs->jobs, call->idx[k]);
+                bus_jobs_sent(cs->jobs, call->idx[k], call->by_name);
         j->n_sent += call->n;
         j->calls++;
         cs->calls_out++;
@@ -331,6 +344,12 @@ static int on_reply_error(BusCalls *cs, BusCall *call, sd_bus_message *m, const 
         int r;
 
         call_unsend(cs, call);
+        /* An fhashd without HashNames, or one that cannot open names for us: fds from now on, and
+         * this call's inputs go again as fds (bus_jobs_answer()). */
+        if (call->by_name && bus_names_error_disables(e))
+                cs->jobs->names_off = true;
+        else if (call->by_name && sd_bus_error_has_name(e, FHASH_ERROR_ACCESS_DENIED))
+                dir_cache_refused(&cs->dirs, &call->dirs); /* not a directory fhashd opens names in */
         /* Over a per-uid quota of fhashd, or dbus-daemon's queue of messages for fhashd is full (its
          * max_outgoing_unix_fds is 64 on the system bus): again once some of our files are done.
          * fhashd's own LimitsExceeded (a job's input limit) is final. */
@@ -338,9 +357,14 @@ static int on_reply_error(BusCalls *cs, BusCall *call, sd_bus_message *m, const 
             (sd_bus_error_has_name(e, SD_BUS_ERROR_LIMITS_EXCEEDED) &&
              streq_ptr(sd_bus_message_get_sender(m), "org.freedesktop.DBus"))) {
                 note_busy(cs, e->message);
+                if (call->by_name && call->n > FHASH_MAX_FDS_PER_CALL)
+                        /* More names than fhashd takes now (a per-uid file quota below a call's 256,
+                         * say): they go as fds, 16 a call, each sent again as Busy allows. */
+                        goto answer;
                 retry_later(cs, call);
                 return 0;
         }
+answer:
         /* Resuming, an AddFds to a job fhashd cancelled under us (while it stops, say): held with
          * the job's other files until it is known why. */
         hold = cs->jobs->resume && !cs->jobs->cancelling && sd_bus_error_has_name(e, FHASH_ERROR_JOB_CLOSED);
@@ -454,6 +478,13 @@ int bus_calls_resend(BusCalls *cs)
                 cs->retry_tail = &cs->retry;
         j = call->job;
         j->retries--;
+        if (call->by_name) {
+                /* Names again, beneath the directories the call holds. */
+                r = bus_call_send(cs, call, NULL);
+                if (r < 0)
+                        bus_call_free(call);
+                return r;
+        }
         for (size_t k = 0; k < call->n; k++) {
                 size_t item = call->idx[k];
                 uint64_t size;

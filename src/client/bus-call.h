@@ -8,6 +8,7 @@
 #include <systemd/sd-bus.h>
 
 #include "client/bus-jobs.h"
+#include "client/bus-names.h"
 #include "fhash/fhash-dbus.h"
 
 typedef enum CallKind {
@@ -18,6 +19,7 @@ typedef enum CallKind {
 
 typedef struct BusCalls BusCalls;
 
+
 typedef struct BusCall {
         BusCalls *calls;
         BusJob *job;
@@ -26,8 +28,10 @@ typedef struct BusCall {
         CallKind kind;
         bool more;                            /* "more": the job stays open */
         bool stream;                          /* a pipe or device: "max-size" */
-        size_t idx[FHASH_MAX_FDS_PER_CALL];   /* the input of each fd sent */
+        bool by_name;                         /* HashNames/AddNames: names beneath dirs (bus-names.h) */
+        size_t idx[BUS_CALL_INPUTS_MAX];      /* the input of each fd or name sent */
         size_t n;
+        NameDirs dirs;                        /* by_name: the names' directories */
         sd_bus_slot *slot;
 } BusCall;
 
@@ -43,6 +47,7 @@ struct BusCalls {
         uint64_t busy_since;      /* the first Busy answer since the last call fhashd took; 0: none */
         uint64_t busy_timeout;    /* usec, UINT64_MAX: wait for ever */
         bool busy_said;
+        DirCache dirs;             /* by name (bus-names.h): the last directory opened */
         char busy_reason[256];
 };
 
@@ -52,7 +57,8 @@ void bus_calls_done(BusCalls *cs);
 
 BusCall *bus_call_new(BusCalls *cs, BusJob *j, CallKind kind);
 void bus_call_free(BusCall *call);
-/* Sends call with fds[] (one per call->idx, closed here whatever happens; NULL for a Close). 0, or
+/* Sends call with fds[] (one per call->idx, closed here whatever happens; NULL for a Close and a call
+ * by name, whose directories it holds). 0, or
  * -errno (the call is the caller's to free then). */
 int bus_call_send(BusCalls *cs, BusCall *call, int fds[]);
 

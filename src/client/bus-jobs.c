@@ -43,14 +43,37 @@ int bus_job_new(BusJobs *js, JobKind kind, BusJob **ret)
         return 0;
 }
 
-void bus_jobs_sent(BusJobs *js, size_t item)
+void bus_jobs_sent(BusJobs *js, size_t item, bool by_name)
 {
         uint8_t *fl = feed_flags(js->feed, item);
 
         if (fl && !(*fl & INPUT_IN_FLIGHT)) {
                 *fl |= INPUT_IN_FLIGHT | INPUT_SENT;
+                *fl = by_name ? (*fl | INPUT_BY_NAME) : (*fl & (uint8_t)~INPUT_BY_NAME);
                 js->files_in_flight++;
         }
+}
+
+/* An input sent by name failed (or its call did): it goes again as an fd. */
+static bool redo_by_fd(BusJobs *js, size_t item, const Outcome *o)
+{
+        uint8_t *fl = feed_flags(js->feed, item);
+
+        if (!fl || !(*fl & INPUT_BY_NAME) || o->status != FHASH_ERROR || js->cancelling)
+                return false;
+        if (js->n_redo == js->redo_alloc) {
+                size_t n = js->redo_alloc ? js->redo_alloc * 2 : 64;
+                size_t *p = reallocarray(js->redo, n, sizeof(size_t));
+
+                if (!p)
+                        return false; /* answered with fhashd's error instead */
+                js->redo = p;
+                js->redo_alloc = n;
+        }
+        bus_jobs_unsent(js, item);
+        *fl = (uint8_t)((*fl & ~INPUT_BY_NAME) | INPUT_NO_NAME);
+        js->redo[js->n_redo++] = item;
+        return true;
 }
 
 void bus_jobs_unsent(BusJobs *js, size_t item)
@@ -97,7 +120,7 @@ static bool hold_cancel(const BusJobs *js, const Outcome *o)
 
 void bus_jobs_answer(BusJobs *js, BusJob *j, size_t item, const Outcome *o)
 {
-        if (feed_answered(js->feed, item))
+        if (feed_answered(js->feed, item) || redo_by_fd(js, item, o))
                 return;
         bus_jobs_unsent(js, item);
         js->results_seen++;
@@ -148,6 +171,18 @@ static int add_orphan(BusJobs *js, BusJob *j, uint32_t index, const Outcome *o)
         return 0;
 }
 
+/* Answers j's input index; one that goes again as an fd (redo_by_fd()) is not j's any more: its
+ * JobFinished must not answer it cancelled. */
+static void answer_at(BusJobs *js, BusJob *j, size_t index, const Outcome *o)
+{
+        size_t item = j->items[index];
+
+        bus_jobs_answer(js, j, item, o);
+        if (!feed_answered(js->feed, item) && feed_flags(js->feed, item) &&
+            (*feed_flags(js->feed, item) & INPUT_NO_NAME))
+                j->items[index] = SIZE_MAX;
+}
+
 /* Answers the orphans of j whose index is known now (or drops them all once j has finished). */
 static void replay_orphans(BusJobs *js, BusJob *j)
 {
@@ -160,7 +195,7 @@ static void replay_orphans(BusJobs *js, BusJob *j)
                         if (hold_cancel(js, &o->outcome))
                                 bus_jobs_hold(js, j->items[o->index]);
                         else
-                                bus_jobs_answer(js, j, j->items[o->index], &o->outcome);
+                                answer_at(js, j, o->index, &o->outcome);
                 } else if (o->job != j || !j->finished) {
                         js->orphans[k++] = *o;
                         continue;
@@ -192,7 +227,7 @@ static int handle_files_hashed(BusJobs *js, BusJob *j, sd_bus_message *m)
                         if (hold_cancel(js, &o))
                                 bus_jobs_hold(js, j->items[index]);
                         else
-                                bus_jobs_answer(js, j, j->items[index], &o);
+                                answer_at(js, j, index, &o);
                 } else {
                         r = add_orphan(js, j, index, &o);
                         if (r < 0)
@@ -419,6 +454,8 @@ void bus_jobs_done(BusJobs *js)
                 sd_bus_message_unref(js->pending[i]);
         js->pending = mfree(js->pending);
         js->n_pending = 0;
+        js->redo = mfree(js->redo);
+        js->redo_head = js->n_redo = js->redo_alloc = 0;
         for (size_t i = 0; i < js->n_orphans; i++) {
                 free(js->orphans[i].message);
                 free(js->orphans[i].hex);

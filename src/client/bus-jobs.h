@@ -36,6 +36,8 @@ enum {
         INPUT_SENT = 1u << 3,       /* fhashd took its fd: a stream it began to read cannot go again */
         INPUT_STREAM = 1u << 4,     /* not a regular file: a pipe, a FIFO, a device */
         INPUT_HELD = 1u << 5,       /* cancelled by fhashd, not by us: kept until it is known why */
+        INPUT_BY_NAME = 1u << 6,    /* sent as a name (HashNames): a failure sends its fd instead */
+        INPUT_NO_NAME = 1u << 7,    /* goes as an fd only */
 };
 
 typedef struct BusJob {
@@ -51,6 +53,7 @@ typedef struct BusJob {
         bool open;                 /* made with "more" and not closed by us */
         bool want_close;           /* nothing more for it: close once its calls are answered */
         bool finished;             /* JobFinished seen */
+        bool by_name;              /* made by HashNames: takes AddNames and AddFds (else AddFds only) */
         uint64_t bytes_done;       /* its BytesDone property */
         uint64_t bytes_delivered;  /* sizes of its results answered so far */
 } BusJob;
@@ -80,6 +83,12 @@ struct BusJobs {
         bool suspect;              /* something of ours was cancelled under us: is fhashd stopping? */
         BusWake *wake;             /* the run's: woken by what another run's processing brought */
         int error;                 /* fatal for the run: stop and return it */
+        /* Inputs sent by name that fhashd could not hash (it opens names with our rights, beneath
+         * our directory, on its mount only: anything else fails there): each goes again as an fd,
+         * whose open says the error if there is one. */
+        size_t *redo;              /* in the order they failed: redo[redo_head..n_redo) */
+        size_t redo_head, n_redo, redo_alloc;
+        bool names_off;            /* fhashd cannot take names: fds from now on */
 };
 
 /* Subscribes to the jobs' signals (FilesHashed, JobFinished; PropertiesChanged for progress), from
@@ -95,8 +104,28 @@ int bus_job_new(BusJobs *js, JobKind kind, BusJob **ret);
 int bus_job_placed(BusJobs *js, BusJob *j, const char *path, uint32_t first, const size_t *items, size_t n);
 /* Answers input item of job j (NULL: of no job) in the feed, and counts it out of the window. */
 void bus_jobs_answer(BusJobs *js, BusJob *j, size_t item, const Outcome *o);
+/* The inputs waiting to go again as fds (redo_by_fd()), and the first of them, taken. */
+static inline size_t bus_jobs_redo_count(const BusJobs *js)
+{
+        return js->n_redo - js->redo_head;
+}
+
+static inline size_t bus_jobs_redo_peek(const BusJobs *js)
+{
+        return js->redo[js->redo_head];
+}
+
+static inline size_t bus_jobs_redo_take(BusJobs *js)
+{
+        size_t item = js->redo[js->redo_head++];
+
+        if (js->redo_head == js->n_redo)
+                js->redo_head = js->n_redo = 0;
+        return item;
+}
+
 /* Counts item into the window: it is in fhashd now. */
-void bus_jobs_sent(BusJobs *js, size_t item);
+void bus_jobs_sent(BusJobs *js, size_t item, bool by_name);
 /* Counts item out of the window without an answer: fhashd did not take it. */
 void bus_jobs_unsent(BusJobs *js, size_t item);
 /* Counts item out of the window without an answer: its call was lost with fhashd, which may have

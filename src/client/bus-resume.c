@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "basic/macro.h"
@@ -136,6 +137,16 @@ int bus_run_dial_step(Bus *c)
         return bus_run_connected(c);
 }
 
+/* Whether input i, sent by name, names a stream (a FIFO fhashd reads as one): fhashd may have read
+ * some of it, as of a stream sent as an fd. */
+static bool named_stream(Bus *c, size_t i)
+{
+        const char *path = feed_input(c->feed, i)->path;
+        struct stat st;
+
+        return path && stat(path, &st) >= 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 /* fhashd went away (FHASH_HASH_RESUME): what it had is dropped with its connection and its inputs
  * are sent again to the next fhashd, but for streams it had begun to read. 1, or -errno when the run
  * gives up. */
@@ -161,7 +172,7 @@ int bus_run_resume(Bus *c)
 
                 if (!fl)
                         continue;
-                if ((*fl & INPUT_SENT) && (*fl & INPUT_STREAM))
+                if ((*fl & INPUT_SENT) && ((*fl & INPUT_STREAM) || ((*fl & INPUT_BY_NAME) && named_stream(c, i))))
                         feed_answer(c->feed, i,
                                     &(Outcome){ .status = FHASH_ERROR, .error = -EIO,
                                                 .message = "fhashd went away while it read this stream, which cannot be read again" });

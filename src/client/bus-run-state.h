@@ -61,6 +61,7 @@ typedef struct Bus {
         BusJob *cur;               /* the open job the next files go to */
         uint64_t bytes_total;      /* sizes of the files sent */
         uint64_t bytes_before;     /* bytes of the results of connections before this one */
+        bool by_fd_only;           /* $FHASH_BY_FD=1: no file goes by name (bus-names.h) */
         bool stop;                 /* cancelled: nothing more is sent */
         bool done;
 } Bus;

@@ -17,6 +17,7 @@
 #include "client/backend.h"
 #include "client/bus-alone.h"
 #include "client/bus-call.h"
+#include "client/bus-fill.h"
 #include "client/bus-resume.h"
 #include "client/bus-run-state.h"
 #include "fhash/fhash-dbus.h"
@@ -56,6 +57,7 @@ static void cancel_all(Bus *c)
 
         feed_cancel(c->feed);
         bus_alone_answer_parked(c, &o);
+        c->jobs.redo_head = c->jobs.n_redo = 0; /* answered below with the rest */
         for (i = feed_head(c->feed); i < feed_pulled(c->feed); i++)
                 if (feed_flags(c->feed, i))
                         feed_answer(c->feed, i, &o);
@@ -88,56 +90,14 @@ static size_t count_ahead(Bus *c, JobKind kind, size_t max)
         return n;
 }
 
-/* Opens up to room inputs of kind from c->next into call (a pipe or device goes alone, at once; a
- * FIFO without its writer and a file under a lease are parked). */
-static int fill_call(Bus *c, BusCall *call, JobKind kind, size_t room, int fds[])
-{
-        size_t i;
-        int r;
-
-        while (call->n < room && c->n_parked < PARKED_MAX) {
-                uint64_t size = 0;
-                int fd = -EBADF;
-
-                r = feed_next(c->feed, c->next, &i);
-                if (r <= 0)
-                        return r;
-                if (*feed_flags(c->feed, i) & INPUT_PARKED) {
-                        c->next = i + 1;
-                        continue;
-                }
-                if (!kind_eq(input_kind(feed_input(c->feed, i)), kind))
-                        return 0;
-                c->next = i + 1;
-                r = feed_open(c->feed, i, &fd, &size);
-                if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK) {
-                        r = bus_alone_park(c, i, fd);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (r < 0) {
-                        bus_jobs_answer(&c->jobs, NULL, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
-                        continue;
-                }
-                bus_run_note_opened(c, i, size);
-                if (size == UINT64_MAX) {
-                        r = bus_alone_send(c, i, fd, size);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                fds[call->n] = fd;
-                call->idx[call->n++] = i;
-        }
-        return 0;
-}
-
 /* Sends the next call, from input c->next (pulled, to hash). Returns 1 if it has to wait for
  * replies. */
 static int send_next(Bus *c)
 {
-        JobKind kind = input_kind(feed_input(c->feed, c->next));
+        bool redo = bus_jobs_redo_count(&c->jobs) > 0;
+        size_t first = redo ? bus_jobs_redo_peek(&c->jobs) : c->next;
+        JobKind kind = input_kind(feed_input(c->feed, first));
+        bool by_name = !redo && bus_fill_by_name(c, first);
         int fds[FHASH_MAX_FDS_PER_CALL] = { [0 ... FHASH_MAX_FDS_PER_CALL - 1] = -EBADF };
         BusJob *j = c->cur;
         BusCall *call;
@@ -145,7 +105,8 @@ static int send_next(Bus *c)
         bool last;
         int r;
 
-        if (j && (j->finished || !j->open || !kind_eq(j->kind, kind) || j->n_sent >= FILES_PER_JOB)) {
+        if (j && (j->finished || !j->open || !kind_eq(j->kind, kind) || j->n_sent >= FILES_PER_JOB ||
+                  (by_name && !j->by_name))) {
                 c->cur = NULL;
                 r = bus_job_stop_sending(&c->calls, j);
                 if (r < 0)
@@ -156,7 +117,7 @@ static int send_next(Bus *c)
         if (j && !j->path)
                 return 1;
         n_sent = j ? j->n_sent : 0;
-        room = MIN((size_t)FHASH_MAX_FDS_PER_CALL, FILES_PER_JOB - n_sent);
+        room = MIN(by_name ? (size_t)BUS_CALL_INPUTS_MAX : (size_t)FHASH_MAX_FDS_PER_CALL, FILES_PER_JOB - n_sent);
         /* The call that sends the job's last files closes it, so it waits until the job's other calls
          * are answered: one of them may come back Busy and go again. */
         if (j && j->calls > 0 && (count_ahead(c, kind, room + 1) <= room || n_sent + room >= FILES_PER_JOB))
@@ -165,10 +126,11 @@ static int send_next(Bus *c)
         call = bus_call_new(&c->calls, NULL, CALL_HASH_FDS);
         if (!call)
                 return -ENOMEM;
-        r = fill_call(c, call, kind, room, fds);
+        r = redo ? bus_fill_call_redo(c, call, kind, room, fds) : bus_fill_call(c, call, kind, room, fds);
         if (r >= 0 && c->jobs.error < 0)
                 r = c->jobs.error;
-        last = r >= 0 && !next_fits(c, kind, n_sent + call->n);
+        /* The job's last call: nothing more of its kind to come, nor waiting to go again as fds. */
+        last = r >= 0 && bus_jobs_redo_count(&c->jobs) == 0 && !next_fits(c, kind, n_sent + call->n);
         if (r >= 0 && c->jobs.error < 0)
                 r = c->jobs.error;
         if (r >= 0 && call->n == 0) {
@@ -180,15 +142,18 @@ static int send_next(Bus *c)
                 }
                 return 0;
         }
-        if (r >= 0 && !j)
+        if (r >= 0 && !j) {
                 r = bus_job_new(&c->jobs, kind, &j);
+                if (r >= 0)
+                        j->by_name = call->by_name; /* HashNames made it: AddNames may follow */
+        }
         if (r < 0)
                 goto fail;
         call->job = j;
         call->kind = j->path ? CALL_ADD_FDS : CALL_HASH_FDS;
         /* A run of up to 16 files is one plain HashFds. */
         call->more = !(last && j->calls == 0);
-        r = bus_call_send(&c->calls, call, fds);
+        r = bus_call_send(&c->calls, call, call->by_name ? NULL : fds);
         if (r < 0) {
                 bus_call_free(call);
                 return r;
@@ -202,7 +167,7 @@ static int send_next(Bus *c)
         return 0;
 
 fail:
-        for (size_t k = 0; k < call->n; k++)
+        for (size_t k = 0; !call->by_name && k < call->n; k++)
                 safe_close(fds[k]);
         bus_call_free(call);
         return r;
@@ -218,6 +183,10 @@ static void cancel_rest(Bus *c)
         bus_calls_cancel_retries(&c->calls);
         feed_cancel(c->feed);
         bus_alone_answer_parked(c, &(Outcome){ .status = FHASH_CANCELLED });
+        /* Nor are those waiting to go again as fds. */
+        while (bus_jobs_redo_count(&c->jobs) > 0)
+                bus_jobs_answer(&c->jobs, NULL, bus_jobs_redo_take(&c->jobs),
+                                &(Outcome){ .status = FHASH_CANCELLED });
         /* Held inputs are not in fhashd any more: nothing else will answer them. */
         for (i = feed_head(c->feed); i < c->next && i < feed_pulled(c->feed); i++) {
                 uint8_t *fl = feed_flags(c->feed, i);
@@ -291,6 +260,16 @@ static int pump(Bus *c)
                         r = bus_calls_resend(&c->calls);
                         if (r < 0)
                                 return r;
+                        continue;
+                }
+                if (bus_jobs_redo_count(&c->jobs) > 0) {
+                        /* What fhashd could not hash by name goes as fds, before new files (after the calls
+                         * that wait to go again). */
+                        r = send_next(c);
+                        if (r < 0)
+                                return r;
+                        if (r > 0)
+                                return 0;
                         continue;
                 }
                 r = feed_next(c->feed, c->next, &i);
@@ -490,6 +469,9 @@ static int bus_start(const BackendArgs *args, void **ret)
                 return r;
         }
         bus_calls_init(&c->calls, &c->jobs, args->options, args->error);
+        /* Every file as an fd, as before names (to compare the two, or for an fhashd that should
+         * not open anything for us). */
+        c->by_fd_only = streq_ptr(getenv("FHASH_BY_FD"), "1");
         /* The watch and the matches first, calls after. */
         r = bus_peer_watch(&c->peer, args->bus);
         if (r < 0 && c->target) {

@@ -407,33 +407,40 @@ def api_tests(address, tmp, fhashd_args):
 
         # The same with FHASH_HASH_FLAGS_RESUME on a client that may fall back: nothing activates
         # another fhashd on this bus, so the run goes on in this process with the inputs that have no
-        # result (the FIFO was waiting for data in the client: it is read there), and says why.
-        d = ft.Daemon(bus2, "--workers", "1").start()
-        a = Fhash.Client.new_for_address(bus2.address, Fhash.ClientFlags.NONE)
-        a.props.hash_flags = Fhash.HashFlags.RESUME
-        fifo = new_fifo("fifo-resume")
-        holder = os.open(fifo, os.O_RDWR)
-        box = {}
-        a.hash_async([fifo] + files[:5], None, lambda o, r: box.update(res=r))
-        iterate_until(lambda: False, 0.5)
-        ft.check(a.get_uses_daemon(), "RESUME: the run is not through fhashd")
-        d.stop(signal.SIGKILL)
-        ft.check(iterate_until(lambda: not a.get_uses_daemon(), 20), "RESUME: no fallback 20 s after fhashd was killed")
-        os.write(holder, b"resumed")
-        os.close(holder)
-        ft.check(iterate_until(lambda: "res" in box, 20), "RESUME: no callback 20 s after fhashd was killed")
-        res, err = None, None
-        try:
-            res = a.hash_finish(box["res"])
-        except GLib.Error as ex:
-            err = ex
-        ft.check(err is None and [r.get_digest() for r in res] ==
-                 [hashlib.sha256(b"resumed").hexdigest()] + [digest(x) for x in files[:5]] and
-                 "fhashd went away" in (a.dup_fallback_reason() or ""),
-                 f"RESUME, fhashd killed: {err} {res and [(r.get_digest(), r.get_error() and r.get_error().message) for r in res]} "
-                 f"{[digest(x) for x in files[:5]]} {a.dup_fallback_reason()!r}")
+        # result, and says why. By fd (FHASH_BY_FD=1) the FIFO was waiting for data in the client: it
+        # is read there. By name fhashd had it open, waiting for data as for any stream it reads: it
+        # may have read some, so its result is an error, as for a stream sent as an fd.
+        for by_fd in (True, False):
+            if by_fd:
+                os.environ["FHASH_BY_FD"] = "1"
+            d = ft.Daemon(bus2, "--workers", "1").start()
+            a = Fhash.Client.new_for_address(bus2.address, Fhash.ClientFlags.NONE)
+            a.props.hash_flags = Fhash.HashFlags.RESUME
+            fifo = new_fifo(f"fifo-resume-{by_fd}")
+            holder = os.open(fifo, os.O_RDWR)
+            box = {}
+            a.hash_async([fifo] + files[:5], None, lambda o, r: box.update(res=r))
+            iterate_until(lambda: False, 0.5)
+            os.environ.pop("FHASH_BY_FD", None)
+            ft.check(a.get_uses_daemon(), "RESUME: the run is not through fhashd")
+            d.stop(signal.SIGKILL)
+            ft.check(iterate_until(lambda: not a.get_uses_daemon(), 20), "RESUME: no fallback 20 s after fhashd was killed")
+            os.write(holder, b"resumed")
+            os.close(holder)
+            ft.check(iterate_until(lambda: "res" in box, 20), "RESUME: no callback 20 s after fhashd was killed")
+            res, err = None, None
+            try:
+                res = a.hash_finish(box["res"])
+            except GLib.Error as ex:
+                err = ex
+            got = res and [(r.get_digest(), r.get_error() and r.get_error().message) for r in res]
+            first = (hashlib.sha256(b"resumed").hexdigest(), None) if by_fd else \
+                (None, "fhashd went away while it read this stream, which cannot be read again")
+            ft.check(err is None and got and got[0] == first and [x[0] for x in got[1:]] == [digest(x) for x in files[:5]]
+                     and "fhashd went away" in (a.dup_fallback_reason() or ""),
+                     f"RESUME by {'fd' if by_fd else 'name'}, fhashd killed: {err} {got} {a.dup_fallback_reason()!r}")
         ft.log(f"ok: with FHASH_HASH_FLAGS_RESUME, fhashd killed mid-run: every result, in-process: "
-               f"{a.dup_fallback_reason()!r}")
+               f"{a.dup_fallback_reason()!r}; a FIFO by name that fhashd was reading is an error")
     finally:
         bus2.stop()
 

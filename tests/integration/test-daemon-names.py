@@ -1,0 +1,234 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# test-daemon-names.py: files by name (issue 24). Manager.HashNames(ah dirs, a(us) names, s, a{sv})
+# and Job.AddNames() send a few directory fds and the names beneath them; fhashd's shards open each
+# name with the caller's uid and groups, beneath the directory, never leaving its mount. Checked on
+# a real fhashd (root) and a private dbus-daemon, with clients as root, as nobody and as nobody in a
+# group: each reads exactly what it may (a 0600 file, a group's file, a file in a closed directory),
+# no name escapes its directory ("..", symlinks out, absolute symlinks, /proc below /), FIFOs and
+# directories fail as by path, and a directory fd that is not one, or is on a pseudo file system, is
+# NotSupported; fhashctl sends names by default (fhashd's log says "by name"), its output equals
+# sha256sum's and the fd path's, files fhashd cannot open by name go again as fds (the symlinks, the
+# FIFO), nobody's 0600 file is "Permission denied" as before, and fhashd's fds return to their count.
+import hashlib
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fhashtest as ft  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+ERR_REFUSED = ft.ERR_PREFIX + "AccessDenied"
+ERR_INVALID = "org.freedesktop.DBus.Error.InvalidArgs"
+GROUP = 4321
+
+
+def dir_fds(*paths):
+    import dbus
+    out = []
+    for p in paths:
+        fd = os.open(p, os.O_PATH | os.O_CLOEXEC)
+        out.append(dbus.types.UnixFd(fd))
+        os.close(fd)
+    return dbus.Array(out, signature="h")
+
+
+def name_array(pairs):
+    import dbus
+    return dbus.Array([dbus.Struct((dbus.UInt32(d), n)) for d, n in pairs], signature="(us)")
+
+
+def hash_names(conn, w, dirs, names, **opts):
+    """HashNames of names (each a name beneath dirs[0], or (index, name)); {name: (digest, error)}."""
+    pairs = [n if isinstance(n, tuple) else (0, n) for n in names]
+    job = str(ft.manager(conn).HashNames(dir_fds(*dirs), name_array(pairs), "sha256", ft.options(**opts)))
+    w.wait([job])
+    res = w.results.get(job, {})
+    ft.check(len(res) == len(pairs), f"{job}: {len(res)} results for {len(pairs)} names")
+    return {pairs[i][1]: (res[i][2], res[i][3]) for i in res}
+
+
+def make_tree(tmp):
+    t = os.path.join(tmp, "tree")
+    os.makedirs(os.path.join(t, "sub"))
+    os.makedirs(os.path.join(t, "closed"))
+    files = {"pub": 0o644, "grp": 0o640, "sec": 0o600, "sub/deep": 0o644, "closed/inner": 0o644}
+    for n, mode in files.items():
+        with open(os.path.join(t, n), "wb") as f:
+            f.write(os.urandom(3000 + len(n) * 1000))
+        os.chmod(os.path.join(t, n), mode)
+    os.chown(os.path.join(t, "grp"), 0, GROUP)
+    os.chmod(os.path.join(t, "closed"), 0o700)
+    with open(os.path.join(tmp, "outside"), "wb") as f:
+        f.write(b"outside the tree\n")
+    os.symlink("../outside", os.path.join(t, "up"))
+    os.symlink("/etc/hostname", os.path.join(t, "abs"))
+    os.symlink("sub/deep", os.path.join(t, "inner-link"))
+    os.mkfifo(os.path.join(t, "fifo"))
+    for d in (tmp, t, os.path.join(t, "sub")):
+        os.chmod(d, 0o755)
+    return t
+
+
+ALL = ["pub", "grp", "sec", "sub/deep", "closed/inner", "inner-link", "up", "abs", "../outside", "sub", "nope"]
+
+
+def expected(tree, who):
+    """What each name gives who ("root", "nobody", "member"): a digest, or an error name's tail."""
+    readable = {"pub", "sub/deep", "inner-link"} | ({"grp", "sec", "closed/inner"} if who == "root" else set())
+    if who == "member":
+        readable.add("grp")
+    out = {}
+    for n in ALL:
+        if n in readable:
+            out[n] = ft.sha256_file(os.path.join(tree, n))
+        elif n in ("grp", "sec", "closed/inner"):
+            out[n] = "AccessDenied"
+        elif n in ("up", "abs", "../outside"):
+            out[n] = "IO"  # EXDEV: the name leaves its directory or its mount
+        elif n == "sub":
+            out[n] = "NotRegular"
+        else:
+            out[n] = "NotFound"
+    return out
+
+
+def check_names(conn, tree, who):
+    w = ft.JobWatcher(conn)
+    got = hash_names(conn, w, [tree], ALL)
+    for n, want in expected(tree, who).items():
+        digest, error = got[n]
+        if len(want) == 64:
+            ft.check(digest == want and not error, f"{who}: {n}: {digest!r} {error!r}, expected {want}")
+        else:
+            ft.check(not digest and error.startswith(ft.ERR_PREFIX + want),
+                     f"{who}: {n}: {digest!r} {error!r}, expected {want}")
+    # Two directories in one call, the same one twice, and AddNames to the job.
+    mgr = ft.manager(conn)
+    job = str(mgr.HashNames(dir_fds(tree, os.path.join(tree, "sub"), tree),
+                            name_array([(0, "pub"), (1, "deep"), (2, "pub")]), "sha256", ft.options(more=True)))
+    first = ft.job_iface(conn, job).AddNames(dir_fds(os.path.join(tree, "sub")), name_array([(0, "deep")]),
+                                             ft.options())
+    ft.check(int(first) == 3, f"AddNames placed its name at {first}")
+    ft.job_iface(conn, job).Close()
+    w.wait([job])
+    res = w.results[job]
+    want = [ft.sha256_file(os.path.join(tree, p)) for p in ("pub", "sub/deep", "pub", "sub/deep")]
+    ft.check([res[i][2] for i in range(4)] == want, f"{who}: two directories: {res}")
+    # What is refused as a whole.
+    fdjob = str(mgr.HashFds(ft.fds(os.path.join(tree, "pub")), "sha256", ft.options(more=True)))
+    ft.expect_error(ERR_INVALID, ft.job_iface(conn, fdjob).AddNames, dir_fds(tree), name_array([(0, "pub")]),
+                    ft.options())
+    ft.job_iface(conn, fdjob).Close()
+    w.wait([fdjob])
+    for dirs, names, err in (([os.path.join(tree, "pub")], [(0, "x")], ERR_REFUSED),
+                             (["/proc"], [(0, "self/status")], ERR_REFUSED),
+                             ([tree], [(1, "pub")], ERR_INVALID),
+                             ([tree], [(0, "/etc/hostname")], ERR_INVALID),
+                             ([tree], [(0, "")], ERR_INVALID),
+                             ([tree], [], ERR_INVALID)):
+        ft.expect_error(err, mgr.HashNames, dir_fds(*dirs), name_array(names), "sha256", ft.options())
+    ft.expect_error(ERR_INVALID, mgr.HashNames, dir_fds(tree), name_array([(0, "pub")] * 4097), "sha256",
+                    ft.options())
+
+
+def client(address, tree, who):
+    """Runs as nobody (or nobody in GROUP): its names open with its own rights."""
+    import dbus
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    check_names(conn, tree, who)
+    print("ok", flush=True)
+
+
+def run_as(uid_args, *argv, env=None):
+    return subprocess.run(["setpriv"] + uid_args + list(argv), capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+NOBODY = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+MEMBER = ["--reuid=nobody", "--regid=nogroup", f"--groups={GROUP}"]
+
+
+def test_api(bus, tree):
+    with ft.Daemon(bus) as d:
+        conn = bus.connect()
+        base = d.fd_count()
+        check_names(conn, tree, "root")
+        for who, ids in (("nobody", NOBODY), ("member", MEMBER)):
+            r = run_as(ids, sys.executable, HERE, "client", bus.address, tree, who)
+            ft.check(r.returncode == 0 and r.stdout.strip() == "ok",
+                     f"{who} client: {r.returncode}\n{r.stdout}\n{r.stderr}\n{d.log()[-3000:]}")
+        ft.check(ft.wait_for(lambda: d.fd_count() <= base, 10), f"fhashd holds {d.fd_count()} fds, had {base}")
+        ft.check("by name" in d.log(), "fhashd's log says nothing of names")
+
+
+def ctl(args, ids=None, env=None):
+    argv = [ft.fhashctl_path()] + args
+    if ids:
+        return run_as(ids, *argv, env=env)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_fhashctl(bus, tree):
+    paths = [os.path.join(tree, n) for n in ("pub", "sub/deep", "inner-link", "up", "abs", "grp", "sec")]
+    ref = subprocess.run(["sha256sum"] + paths, capture_output=True, text=True).stdout
+    with ft.Daemon(bus) as d:
+        base = d.fd_count()
+        for mode in ([], ["--no-direct"]):
+            args = ["hash", "--daemon", "--address", bus.address] + mode
+            r = ctl(args + paths)
+            ft.check(r.returncode == 0 and r.stdout == ref, f"fhashctl {mode}: {r.returncode}\n{r.stdout}\n{r.stderr}")
+            # Relative names, in the current directory and below it.
+            r = subprocess.run([ft.fhashctl_path()] + args + ["pub", "sub/deep", "./up"], cwd=tree,
+                               capture_output=True, text=True, timeout=60)
+            want = subprocess.run(["sha256sum", "pub", "sub/deep", "./up"], cwd=tree, capture_output=True,
+                                  text=True).stdout
+            ft.check(r.returncode == 0 and r.stdout == want, f"relative names {mode}: {r.stdout}\n{r.stderr}")
+            # A FIFO by name is read as a stream: all its writer writes, whether the writer waited
+            # in its open() first or comes a while after (fhashd's poll waits for it).
+            fifo = os.path.join(tree, "fifo")
+            want = hashlib.sha256(b"through the fifo").hexdigest()
+            for writer_first in (True, False):
+                writer = None
+                if writer_first:
+                    writer = subprocess.Popen(["sh", "-c", f"sleep 0.2; printf 'through the fifo' > {fifo}"])
+                reader = subprocess.Popen([ft.fhashctl_path()] + args + [fifo], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True)
+                if not writer_first:
+                    time.sleep(0.5)
+                    writer = subprocess.Popen(["sh", "-c", f"printf 'through the fifo' > {fifo}"])
+                out, err = reader.communicate(timeout=60)
+                writer.wait(timeout=30)
+                ft.check(reader.returncode == 0 and out.split()[0] == want,
+                         f"fifo {mode}, writer first {writer_first}: {out}\n{err}")
+            # nobody: what it may read, and "Permission denied" for the rest, as without names.
+            r = ctl(args + paths, ids=NOBODY)
+            local = ctl(["hash", "--local"] + paths, ids=NOBODY)
+            ft.check(r.returncode == 1 and r.stdout == local.stdout and r.stderr == local.stderr,
+                     f"nobody {mode}: {r.returncode}\n{r.stdout}\n{r.stderr}\nlocal:\n{local.stdout}\n{local.stderr}")
+            ft.check("sec: Permission denied" in r.stderr, f"nobody {mode}: {r.stderr}")
+        jobs_by_name = d.log().count("by name")
+        ft.check(jobs_by_name > 0, "fhashctl sent nothing by name")
+        # FHASH_BY_FD=1: every file as an fd, the same output.
+        r = ctl(["hash", "--daemon", "--address", bus.address] + paths, env=dict(os.environ, FHASH_BY_FD="1"))
+        ft.check(r.returncode == 0 and r.stdout == ref, f"FHASH_BY_FD=1: {r.stdout}\n{r.stderr}")
+        ft.check(d.log().count("by name") == jobs_by_name, "FHASH_BY_FD=1 sent names")
+        ft.check(ft.wait_for(lambda: d.fd_count() <= base, 10), f"fhashd holds {d.fd_count()} fds, had {base}")
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "client":
+        client(*sys.argv[2:])
+        return
+    ft.require_root_clients(["setpriv", "sha256sum"])
+    with ft.Bus(anyone=True) as bus:
+        tree = make_tree(bus.dir)
+        test_api(bus, tree)
+        test_fhashctl(bus, tree)
+    print("test-daemon-names: ok")
+
+
+if __name__ == "__main__":
+    main()
