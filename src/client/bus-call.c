@@ -154,7 +154,7 @@ static int append_options(sd_bus_message *m, const BusCalls *cs, const BusCall *
         for (size_t k = 0; k < call->n; k++) {
                 const Input *in = feed_input(f, call->idx[k]);
 
-                if (!utf8_is_valid(in->name) || strlen(in->name) > FHASH_NAME_MAX)
+                if (!call->by_name && (!utf8_is_valid(in->name) || strlen(in->name) > FHASH_NAME_MAX))
                         names_utf8 = false;
                 if (in->expected)
                         any_expected = true;
@@ -162,8 +162,9 @@ static int append_options(sd_bus_message *m, const BusCalls *cs, const BusCall *
         r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "{sv}");
         /* Names are only labels for jobs and GetResults (results are matched by index), and D-Bus
          * strings must be UTF-8 (fhashd takes at most FHASH_NAME_MAX bytes): a call with a name that
-         * is not goes without labels. */
-        if (r >= 0 && names_utf8)
+         * is not goes without labels. A call by name goes without: the names it carries are what
+         * fhashd opens, and a label per file costs both processes a copy and fhashd memory. */
+        if (r >= 0 && names_utf8 && !call->by_name)
                 r = append_strv_option(m, "names", call, input_name);
         if (r >= 0 && any_expected)
                 r = append_strv_option(m, "expected", call, input_expected);

@@ -222,7 +222,8 @@ void hash_inputs_free(HashInput *inputs, size_t n)
 {
         for (size_t i = 0; inputs && i < n; i++) {
                 safe_close(inputs[i].fd);
-                engine_dir_unref(inputs[i].dir);
+                if (inputs[i].dir_ref)
+                        engine_dir_unref(inputs[i].dir);
         }
         free(inputs);
 }

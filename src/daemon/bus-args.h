@@ -42,7 +42,8 @@ typedef struct HashInput {
         const EngineFdInfo *info; /* what the gate knew of fd (into the parcel), or NULL */
         unsigned flags;          /* ENGINE_INPUT_* for the engine */
         const char *path;        /* a path input: points into the message */
-        EngineDir *dir;          /* a name's (HashNames, AddNames): path is beneath it; a reference */
+        EngineDir *dir;          /* a name's (HashNames, AddNames): path is beneath it */
+        bool dir_ref;            /* this input holds the call's reference to dir (the others borrow it) */
         const char *error_name;  /* set if the input fails up front */
         const char *error_message;
 } HashInput;

@@ -3,6 +3,7 @@
  * AddNames' later ones */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "basic/log.h"
 #include "daemon/bus-job.h"
@@ -10,25 +11,33 @@
 #include "fhash/fhash-dbus.h"
 
 /* The directories of the call's names (at most FHASH_MAX_FDS_PER_CALL) stay open as long as the
- * part's EngineJob: one fd each, charged to the part. 0, or USER_E_* past the uid's fd budget. */
-static int charge_dirs(Job *j, const HashInput *inputs, size_t n)
+ * part's EngineJob, one fd each, and the engine keeps a copy of each name: both charged to the part.
+ * 0, or USER_E_* past the uid's fd budget or memory. */
+static int charge_names(Job *j, const HashInput *inputs, size_t n)
 {
         const EngineDir *seen[FHASH_MAX_FDS_PER_CALL];
-        size_t n_seen = 0;
+        size_t n_seen = 0, bytes = 0;
         int r;
 
         for (size_t k = 0; k < n; k++) {
                 size_t i = 0;
 
+                if (!inputs[k].dir || !inputs[k].path || inputs[k].error_name)
+                        continue;
+                bytes += strlen(inputs[k].path) + 1;
                 while (i < n_seen && seen[i] != inputs[k].dir)
                         i++;
-                if (inputs[k].dir && i == n_seen && n_seen < FHASH_MAX_FDS_PER_CALL)
+                if (i == n_seen && n_seen < FHASH_MAX_FDS_PER_CALL)
                         seen[n_seen++] = inputs[k].dir;
         }
         if (n_seen == 0 || !j->new_part)
                 return 0;
         j->refused = USER_RESOURCE_FDS;
         r = user_charge(j->entry.user, &j->new_part->dirs_charge, n_seen);
+        if (r == 0) {
+                j->refused = USER_RESOURCE_MEMORY;
+                r = user_charge(j->entry.user, &j->new_part->names_charge, bytes);
+        }
         return r;
 }
 
@@ -42,8 +51,8 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
                 r = 0;
                 if (o->names)
                         r = job_set_name(j, i, o->names[k]);
-                else if (inputs[k].path)
-                        r = job_set_name(j, i, inputs[k].path);
+                else if (inputs[k].path && !inputs[k].dir)
+                        r = job_set_name(j, i, inputs[k].path); /* HashPaths': the path (names: none) */
                 if (r < 0)
                         return r;
                 if (o->expected && o->expected[k][0]) {
@@ -62,7 +71,7 @@ int bus_job_fill_inputs(Job *j, uint32_t first, HashInput *inputs, size_t n, con
                 if (r != 0)
                         return r;
         }
-        return charge_dirs(j, inputs, n);
+        return charge_names(j, inputs, n);
 }
 
 /* AddFds and AddNames as their gate passes them on (daemon/gate.h): their "ah" an "au" of indexes

@@ -62,7 +62,7 @@ int bus_read_names(sd_bus_message *m, size_t n_dirs, NameRef **ret, size_t *ret_
 int bus_check_names(Context *c, Parcel *p, const uint32_t idx[], size_t n_dirs, const NameRef *names, size_t n,
                     HashInput **ret, sd_bus_error *error)
 {
-        EngineDir *dirs[FHASH_MAX_FDS_PER_CALL] = {};
+        EngineDir *dirs[FHASH_MAX_FDS_PER_CALL] = {}, *borrowed[FHASH_MAX_FDS_PER_CALL];
         HashInput *inputs;
         int r = 0;
 
@@ -81,11 +81,13 @@ int bus_check_names(Context *c, Parcel *p, const uint32_t idx[], size_t n_dirs, 
                                                                                      : "not a local file system");
                         break;
                 }
-                fd = parcel_take_fd(p, idx[k]);
                 /* The same fd given twice is one directory twice. */
-                for (size_t i = 0; fd < 0 && i < k; i++)
+                for (size_t i = 0; !dirs[k] && i < k; i++)
                         if (idx[i] == idx[k])
-                                fd = fcntl(engine_dir_fd(dirs[i]), F_DUPFD_CLOEXEC, 3);
+                                dirs[k] = engine_dir_ref(dirs[i]);
+                if (dirs[k])
+                        continue;
+                fd = parcel_take_fd(p, idx[k]);
                 dirs[k] = engine_dir_new(fd);
                 if (!dirs[k])
                         r = sd_bus_error_setf(error, FHASH_ERROR_BUSY, "dirs[%zu]: fhashd has no file descriptor left",
@@ -94,9 +96,16 @@ int bus_check_names(Context *c, Parcel *p, const uint32_t idx[], size_t n_dirs, 
         inputs = r >= 0 ? hash_inputs_new(n) : NULL;
         if (r >= 0 && !inputs)
                 r = -ENOMEM;
+        memcpy(borrowed, dirs, sizeof(borrowed));
         for (size_t i = 0; r >= 0 && i < n; i++) {
+                uint32_t k = names[i].dir;
+
                 inputs[i].path = names[i].name;
-                inputs[i].dir = engine_dir_ref(dirs[names[i].dir]);
+                inputs[i].dir = borrowed[k];
+                /* The first name beneath a directory takes the call's reference to it, the others
+                 * borrow it (the engine takes its own for each). */
+                inputs[i].dir_ref = dirs[k] != NULL;
+                dirs[k] = NULL;
         }
         for (size_t k = 0; k < n_dirs; k++)
                 engine_dir_unref(dirs[k]);

@@ -12,6 +12,7 @@ JobPart *job_part_free(JobPart *p)
         if (p) {
                 engine_job_unref(p->engine_job);
                 user_charge_deinit(&p->dirs_charge);
+                user_charge_deinit(&p->names_charge);
                 free(p->engine_to_input);
                 free(p);
         }
@@ -26,7 +27,8 @@ int job_part_new(Engine *e, HashAlgo algo, const EngineJobOptions *options, size
 
         if (p) {
                 *p = (JobPart){ .owner = owner, .n_alloc = n_alloc, .engine_to_input = calloc(n_alloc, sizeof(uint32_t)),
-                                .dirs_charge = USER_CHARGE_INIT(USER_RESOURCE_FDS) };
+                                .dirs_charge = USER_CHARGE_INIT(USER_RESOURCE_FDS),
+                                .names_charge = USER_CHARGE_INIT(USER_RESOURCE_MEMORY) };
                 if (p->engine_to_input)
                         r = engine_job_new(e, algo, options, &p->engine_job);
         }

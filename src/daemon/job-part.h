@@ -22,8 +22,9 @@ typedef struct JobPart {
         /* What job_parts_poll() last read of it: counted in JobParts.live_bytes_*. */
         uint64_t seen_done, seen_total;
         /* HashNames, AddNames: the directories its names are beneath stay open while its
-         * EngineJob lives, one fd each against the uid's (USER_RESOURCE_FDS). */
-        UserCharge dirs_charge;
+         * EngineJob lives, one fd each against the uid's (USER_RESOURCE_FDS), and the engine keeps a
+         * copy of each name (USER_RESOURCE_MEMORY). */
+        UserCharge dirs_charge, names_charge;
 } JobPart;
 
 /* The parts the engine has not reported done, and running totals so that no event walks them: bytes

@@ -9,8 +9,11 @@
 # directories fail as by path, and a directory fd that is not one, or is on a pseudo file system, is
 # NotSupported; fhashctl sends names by default (fhashd's log says "by name"), its output equals
 # sha256sum's and the fd path's, files fhashd cannot open by name go again as fds (the symlinks, the
-# FIFO), nobody's 0600 file is "Permission denied" as before, and fhashd's fds return to their count.
+# FIFO), nobody's 0600 file is "Permission denied" as before, and fhashd's fds return to their count;
+# a call's directory fds count against the uid's fd budget (Busy at nobody's share, root still
+# served).
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -142,6 +145,27 @@ def client(address, tree, who):
     print("ok", flush=True)
 
 
+def client_budget(address, d):
+    """As nobody: calls of 16 directory fds and a FIFO beneath each (nothing writes to them, so the
+    calls' parts stay), until fhashd says Busy; prints what it held and what fhashd said."""
+    import dbus
+    conn = dbus.bus.BusConnection(address, mainloop=ft.glib_mainloop())
+    mgr = ft.manager(conn)
+    held = 0
+    out = {"held": 0, "error": ""}
+    for _ in range(40):
+        try:
+            mgr.HashNames(dir_fds(*[d] * 16), name_array([(k, f"fifo{k}") for k in range(16)]), "sha256",
+                          ft.options())
+            held += 16
+        except dbus.exceptions.DBusException as e:
+            out["error"] = f"{e.get_dbus_name()}: {e.get_dbus_message()}"
+            break
+    out["held"] = held
+    print(json.dumps(out), flush=True)
+    sys.stdin.readline()
+
+
 def run_as(uid_args, *argv, env=None):
     return subprocess.run(["setpriv"] + uid_args + list(argv), capture_output=True, text=True, timeout=120,
                           env=env)
@@ -162,6 +186,41 @@ def test_api(bus, tree):
                      f"{who} client: {r.returncode}\n{r.stdout}\n{r.stderr}\n{d.log()[-3000:]}")
         ft.check(ft.wait_for(lambda: d.fd_count() <= base, 10), f"fhashd holds {d.fd_count()} fds, had {base}")
         ft.check("by name" in d.log(), "fhashd's log says nothing of names")
+
+
+def test_budget(bus, tree):
+    """A call's directory fds count against the uid's fd budget while its names are hashed: with
+    RLIMIT_NOFILE 1024 nobody's share is 80 fds (test-daemon-limits' H3), five calls of 16."""
+    import resource
+    d = os.path.join(bus.dir, "budget")
+    os.makedirs(d)
+    os.chmod(d, 0o755)
+    for k in range(16):
+        os.mkfifo(os.path.join(d, f"fifo{k}"), 0o666)
+    dmn = ft.Daemon(bus, "--workers", "1", preexec=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024)))
+    dmn.start()
+    try:
+        time.sleep(0.2)
+        base = dmn.fd_count()
+        filler = subprocess.Popen(["setpriv"] + NOBODY + [sys.executable, HERE, "budget", bus.address, d],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/")
+        got = json.loads(filler.stdout.readline() or "{}")
+        ft.check(got.get("error", "").startswith(ft.ERR_PREFIX + "Busy") and "fds" in got["error"] and
+                 got["held"] == 80, f"nobody's directories: {got}")
+        during = dmn.fd_count()
+        ft.check(during < 1024 - 256, f"fhashd holds {during} fds with nobody at its budget")
+        conn = bus.connect()
+        w = ft.JobWatcher(conn)
+        got_root = hash_names(conn, w, [tree], ["pub"])
+        ft.check(got_root["pub"] == (ft.sha256_file(os.path.join(tree, "pub")), ""), f"root: {got_root}")
+        filler.stdin.close()
+        filler.wait(10)
+        ft.check(ft.wait_for(lambda: dmn.fd_count() <= base, 10), f"fds {dmn.fd_count()} not back to {base}")
+        ft.check(dmn.alive(), f"fhashd died:\n{dmn.log()}")
+    finally:
+        dmn.stop()
+    ft.log(f"ok: nobody's directories: {got['held']} fds, then Busy ({during} fds in fhashd); root served; "
+           f"fds back to {base}")
 
 
 def ctl(args, ids=None, env=None):
@@ -209,6 +268,17 @@ def test_fhashctl(bus, tree):
             ft.check(r.returncode == 1 and r.stdout == local.stdout and r.stderr == local.stderr,
                      f"nobody {mode}: {r.returncode}\n{r.stdout}\n{r.stderr}\nlocal:\n{local.stdout}\n{local.stderr}")
             ft.check("sec: Permission denied" in r.stderr, f"nobody {mode}: {r.stderr}")
+        # A cold file by name (evicted from the page cache), opened O_NONBLOCK: read whole. (This
+        # kernel's io_uring waits for the data anyway; one that answers -EAGAIN makes the engine
+        # clear O_NONBLOCK and read again, read_completion().)
+        cold = os.path.join(tree, "cold")
+        with open(cold, "wb") as f:
+            f.write(os.urandom(3 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        r = ctl(["hash", "--daemon", "--address", bus.address, "--io", "read", cold])
+        ft.check(r.returncode == 0 and r.stdout.split()[0] == ft.sha256_file(cold), f"cold by name: {r.stdout}\n{r.stderr}")
         jobs_by_name = d.log().count("by name")
         ft.check(jobs_by_name > 0, "fhashctl sent nothing by name")
         # FHASH_BY_FD=1: every file as an fd, the same output.
@@ -222,11 +292,15 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "client":
         client(*sys.argv[2:])
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "budget":
+        client_budget(*sys.argv[2:])
+        return
     ft.require_root_clients(["setpriv", "sha256sum"])
     with ft.Bus(anyone=True) as bus:
         tree = make_tree(bus.dir)
         test_api(bus, tree)
         test_fhashctl(bus, tree)
+        test_budget(bus, tree)
     print("test-daemon-names: ok")
 
 
