@@ -151,6 +151,7 @@ struct FileSlot {
         bool polling;               /* ... a poll is in flight */
         bool poll_ready;            /* ... it fired: the next read may take a buffer */
         bool caller_direct;         /* an fd the caller opened O_DIRECT: aligned reads, never cleared */
+        bool nonblock;              /* our open's O_NONBLOCK is still set (cleared on the first -EAGAIN) */
         int fd_flags;               /* an fd input's F_GETFL as its caller gave it (EngineFdInfo), or -1 */
         bool pseudo;                /* sysfs, procfs & co.: st_size says nothing, EOF ends the file */
 

@@ -178,10 +178,15 @@ void file_opened(Shard *s, FileSlot *f)
                         file_finish_io(s, f);
                         return;
                 }
-                /* Opened O_NONBLOCK only so a FIFO's open could not hang; reads must block (on a
-                 * regular file io_uring would answer -EAGAIN for uncached data otherwise). Our own
-                 * open, so its flags are job_open_flags()'s: F_SETFL alone, no F_GETFL first. */
-                (void)fcntl(f->fd, F_SETFL, job_open_flags(f->job) & ~O_NONBLOCK);
+                /* Opened O_NONBLOCK only so that an open could not hang; reads must block (on a
+                 * regular file io_uring answers -EAGAIN for uncached data otherwise). Our own open,
+                 * so its flags are job_open_flags()'s: F_SETFL alone, no F_GETFL first. A regular
+                 * file keeps O_NONBLOCK until a read says -EAGAIN (read_completion()): cached data
+                 * comes without waiting anyway, and small hot files then cost no fcntl each. */
+                if (S_ISREG(m))
+                        f->nonblock = true;
+                else
+                        (void)fcntl(f->fd, F_SETFL, job_open_flags(f->job) & ~O_NONBLOCK);
         }
 
         if (S_ISREG(m) && file_measure_verity(s, f))

@@ -244,6 +244,11 @@ void read_completion(Shard *s, Buffer *b, int res)
         }
 
         if (res == -EAGAIN || res == -EINTR) {
+                if (res == -EAGAIN && f->nonblock) {
+                        /* Opened O_NONBLOCK (file_opened()): this data has to be waited for. */
+                        (void)fcntl(f->fd, F_SETFL, job_open_flags(f->job) & ~O_NONBLOCK);
+                        f->nonblock = false;
+                }
                 file_issue_read(s, f, b);
                 return;
         }
