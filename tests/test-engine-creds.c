@@ -189,6 +189,46 @@ static void test_caller_creds(void **state)
         th_rm_rf(dir);
 }
 
+/* More callers than a shard keeps personalities for (32): the least recently used goes, and each
+ * caller's opens still run with its own credentials, the first one's too when it comes back. */
+static void test_many_callers(void **state)
+{
+        _cleanup_free_ char *dir = NULL;
+        EngineConfig cfg = { .buffer_size = SLOT, .buffers = 4, .workers = 1 };
+        char p[4096];
+        Engine *e = NULL;
+
+        if (!can_switch_uid()) {
+                print_message("not root with CAP_SETUID: no other uid's credentials to open with: skipped\n");
+                skip();
+        }
+        dir = th_mkdtemp("engine-creds");
+        assert_int_equal(chmod(dir, 0755), 0);
+        assert_int_equal(engine_new(&cfg, &e), 0);
+        snprintf(p, sizeof(p), "%s/public", dir);
+        assert_int_equal(th_write_random_file(p, 1000, 8), 0);
+        assert_int_equal(chmod(p, 0644), 0);
+        snprintf(p, sizeof(p), "%s/own", dir);
+        assert_int_equal(th_write_random_file(p, 1000, 9), 0);
+        assert_int_equal(chmod(p, 0600), 0);
+        const Name names[] = { { "public", 0 }, { "own", -EACCES } };
+
+        for (unsigned round = 0; round < 2; round++)
+                for (uid_t uid = 20000; uid < 20040; uid++) {
+                        EngineCreds c = { .uid = uid, .n_groups = 1, .groups = { uid } };
+
+                        /* "own" is root's: nobody of these may read it, whatever the cache holds. */
+                        check_names(e, dir, names, ELEMENTSOF(names), &c);
+                }
+        /* A caller whose uid owns the file reads it; the next one does not. */
+        assert_int_equal(chown(p, 20001, 20001), 0);
+        const Name owner[] = { { "own", 0 } }, other[] = { { "own", -EACCES } };
+        check_names(e, dir, owner, 1, &(EngineCreds){ .uid = 20001, .n_groups = 1, .groups = { 20001 } });
+        check_names(e, dir, other, 1, &(EngineCreds){ .uid = 20002, .n_groups = 1, .groups = { 20002 } });
+        engine_free(e);
+        th_rm_rf(dir);
+}
+
 /* Credentials the engine cannot use are refused before any file is touched. */
 static void test_creds_invalid(void **state)
 {
@@ -209,6 +249,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_beneath),
                 cmocka_unit_test(test_caller_creds),
+                cmocka_unit_test(test_many_callers),
                 cmocka_unit_test(test_creds_invalid),
         };
 
