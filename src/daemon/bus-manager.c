@@ -100,13 +100,14 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         return 1;
 }
 
-/* The end of HashFds and HashPaths once their arguments are read (r: how that went): the job, then
- * the inputs and options go whatever happened. */
+/* The end of HashFds, HashPaths and HashNames once their arguments are read (r: how that went): the
+ * job, then the inputs and options go whatever happened. by_name, creds: create_job()'s. */
 static int hash_call_finish(Context *c, sd_bus_message *msg, int r, uid_t uid, const HashAlgoSet *algos,
-                            HashInput *inputs, size_t n, HashOptions *o, sd_bus_error *error)
+                            HashInput *inputs, size_t n, HashOptions *o, bool by_name, const EngineCreds *creds,
+                            sd_bus_error *error)
 {
         if (r >= 0)
-                r = create_job(c, msg, uid, algos, inputs, n, o, false, NULL, error);
+                r = create_job(c, msg, uid, algos, inputs, n, o, by_name, creds, error);
         hash_inputs_free(inputs, n);
         hash_options_done(o);
         return r;
@@ -136,7 +137,7 @@ static int method_hash_fds(sd_bus_message *msg, void *userdata, sd_bus_error *er
         r = bus_read_caller_uid(c, msg, &uid, error);
         if (r >= 0)
                 r = bus_check_fds(c, parcel, idx, n, o.max_size > 0, uid == 0, &inputs, error);
-        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, error);
+        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, false, NULL, error);
 }
 
 /* HashNames as its gate passes it on: its "ah" of directories an "au" of indexes into the parcel,
@@ -169,11 +170,7 @@ static int method_hash_names(sd_bus_message *msg, void *userdata, sd_bus_error *
                 r = bus_caller_creds(c, msg, uid, &creds, &own, error);
         if (r >= 0)
                 r = bus_check_names(c, parcel, idx, n_dirs, names, n, &inputs, error);
-        if (r >= 0)
-                r = create_job(c, msg, uid, &algos, inputs, n, &o, true, own ? NULL : &creds, error);
-        hash_inputs_free(inputs, n);
-        hash_options_done(&o);
-        return r;
+        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, true, own ? NULL : &creds, error);
 }
 
 /* Every HashFds reaches fhashd through a gate, which renames it: this is only for introspection. */
@@ -212,7 +209,7 @@ static int method_hash_paths(sd_bus_message *msg, void *userdata, sd_bus_error *
                 return r;
 
         r = hash_inputs_from_paths(paths, n, &inputs);
-        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, error);
+        return hash_call_finish(c, msg, r, uid, &algos, inputs, n, &o, false, NULL, error);
 }
 
 static int method_list_jobs(sd_bus_message *msg, void *userdata, sd_bus_error *error)

@@ -15,20 +15,21 @@
  * arguments it takes: a call with others goes on as it is, and sd-bus says what it expected). */
 static const char *gated_member(const DBusHeader *h)
 {
+        static const struct {
+                const char *member, *interface, *signature, *gated;
+        } gated[] = {
+                { "HashFds", FHASH_MANAGER_INTERFACE, "ahsa{sv}", GATE_MEMBER_HASH_FDS },
+                { "AddFds", FHASH_JOB_INTERFACE, "aha{sv}", GATE_MEMBER_ADD_FDS },
+                { "HashNames", FHASH_MANAGER_INTERFACE, "aha(us)sa{sv}", GATE_MEMBER_HASH_NAMES },
+                { "AddNames", FHASH_JOB_INTERFACE, "aha(us)a{sv}", GATE_MEMBER_ADD_NAMES },
+        };
+
         if (h->type != DBUS_MESSAGE_METHOD_CALL || !h->member || !h->signature)
                 return NULL;
-        if (streq(h->member, "HashFds") && (!h->interface || streq(h->interface, FHASH_MANAGER_INTERFACE)) &&
-            streq(h->signature, "ahsa{sv}"))
-                return GATE_MEMBER_HASH_FDS;
-        if (streq(h->member, "AddFds") && (!h->interface || streq(h->interface, FHASH_JOB_INTERFACE)) &&
-            streq(h->signature, "aha{sv}"))
-                return GATE_MEMBER_ADD_FDS;
-        if (streq(h->member, "HashNames") && (!h->interface || streq(h->interface, FHASH_MANAGER_INTERFACE)) &&
-            streq(h->signature, "aha(us)sa{sv}"))
-                return GATE_MEMBER_HASH_NAMES;
-        if (streq(h->member, "AddNames") && (!h->interface || streq(h->interface, FHASH_JOB_INTERFACE)) &&
-            streq(h->signature, "aha(us)a{sv}"))
-                return GATE_MEMBER_ADD_NAMES;
+        for (size_t i = 0; i < ELEMENTSOF(gated); i++)
+                if (streq(h->member, gated[i].member) && (!h->interface || streq(h->interface, gated[i].interface)) &&
+                    streq(h->signature, gated[i].signature))
+                        return gated[i].gated;
         return NULL;
 }
 
