@@ -121,18 +121,29 @@ static void test_beneath(void **state)
         th_rm_rf(dir);
 }
 
-/* Whether this process may take other fsuids (root with CAP_SETUID): only then can the engine open
- * with another uid's credentials. */
-static bool can_switch_uid(void)
+/* A directory nobody may search, for a test that opens with other uids' credentials: skipped (the
+ * test returns) unless this process may take them (root with CAP_SETUID). */
+static char *creds_dir(void)
 {
-        bool ok;
+        char *dir;
 
-        if (geteuid() != 0)
-                return false;
-        (void)syscall(SYS_setfsuid, 65534);
-        ok = (uid_t)syscall(SYS_setfsuid, (uid_t)-1) == 65534;
-        (void)syscall(SYS_setfsuid, 0);
-        return ok;
+        if (geteuid() != 0 || !engine_creds_supported()) {
+                print_message("not root with CAP_SETUID: no other uid's credentials to open with: skipped\n");
+                skip();
+        }
+        dir = th_mkdtemp("engine-creds");
+        assert_int_equal(chmod(dir, 0755), 0);
+        return dir;
+}
+
+/* A file of size bytes (content from seed) in dir, with mode. */
+static void make_file(const char *dir, const char *name, uint64_t size, uint32_t seed, mode_t mode)
+{
+        char p[4096];
+
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        assert_int_equal(th_write_random_file(p, size, seed), 0);
+        assert_int_equal(chmod(p, mode), 0);
 }
 
 /* With a caller's credentials the kernel's permission checks are the caller's: nobody reads what
@@ -140,32 +151,18 @@ static bool can_switch_uid(void)
  * (root's unreadable file is read again at once without creds). */
 static void test_caller_creds(void **state)
 {
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = creds_dir();
         char p[4096];
-        Engine *e;
+        Engine *e = creds_engine();
 
-        if (!can_switch_uid()) {
-                print_message("not root with CAP_SETUID: no other uid's credentials to open with: skipped\n");
-                skip();
-        }
-        dir = th_mkdtemp("engine-creds");
-        assert_int_equal(chmod(dir, 0755), 0);
-        e = creds_engine();
-        snprintf(p, sizeof(p), "%s/public", dir);
-        assert_int_equal(th_write_random_file(p, 3000, 4), 0);
-        assert_int_equal(chmod(p, 0644), 0);
-        snprintf(p, sizeof(p), "%s/secret", dir);
-        assert_int_equal(th_write_random_file(p, 3000, 5), 0);
-        assert_int_equal(chmod(p, 0600), 0);
+        make_file(dir, "public", 3000, 4, 0644);
+        make_file(dir, "secret", 3000, 5, 0600);
+        make_file(dir, "group", 3000, 6, 0640);
         snprintf(p, sizeof(p), "%s/group", dir);
-        assert_int_equal(th_write_random_file(p, 3000, 6), 0);
         assert_int_equal(chown(p, 0, 4321), 0);
-        assert_int_equal(chmod(p, 0640), 0);
         snprintf(p, sizeof(p), "%s/closed", dir);
         assert_int_equal(mkdir(p, 0700), 0);
-        snprintf(p, sizeof(p), "%s/closed/inside", dir);
-        assert_int_equal(th_write_random_file(p, 10, 7), 0);
-        assert_int_equal(chmod(p, 0644), 0);
+        make_file(dir, "closed/inside", 10, 7, 0644);
 
         const EngineCreds nobody = { .uid = 65534, .n_groups = 1, .groups = { 65534 } };
         const EngineCreds member = { .uid = 65534, .n_groups = 2, .groups = { 65534, 4321 } };
@@ -193,24 +190,15 @@ static void test_caller_creds(void **state)
  * caller's opens still run with its own credentials, the first one's too when it comes back. */
 static void test_many_callers(void **state)
 {
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = creds_dir();
         EngineConfig cfg = { .buffer_size = SLOT, .buffers = 4, .workers = 1 };
         char p[4096];
         Engine *e = NULL;
 
-        if (!can_switch_uid()) {
-                print_message("not root with CAP_SETUID: no other uid's credentials to open with: skipped\n");
-                skip();
-        }
-        dir = th_mkdtemp("engine-creds");
-        assert_int_equal(chmod(dir, 0755), 0);
         assert_int_equal(engine_new(&cfg, &e), 0);
-        snprintf(p, sizeof(p), "%s/public", dir);
-        assert_int_equal(th_write_random_file(p, 1000, 8), 0);
-        assert_int_equal(chmod(p, 0644), 0);
+        make_file(dir, "public", 1000, 8, 0644);
+        make_file(dir, "own", 1000, 9, 0600);
         snprintf(p, sizeof(p), "%s/own", dir);
-        assert_int_equal(th_write_random_file(p, 1000, 9), 0);
-        assert_int_equal(chmod(p, 0600), 0);
         const Name names[] = { { "public", 0 }, { "own", -EACCES } };
 
         for (unsigned round = 0; round < 2; round++)

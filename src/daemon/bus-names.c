@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "basic/log.h"
@@ -115,31 +114,11 @@ int bus_check_names(Context *c, Parcel *p, const uint32_t idx[], size_t n_dirs, 
         return 0;
 }
 
-/* Whether this process may take another uid's and group's credentials for a moment (root with
- * CAP_SETUID and CAP_SETGID): tried once, on this thread, and put back at once. */
-static bool creds_switch_possible(void)
-{
-        static int possible = -1;
-
-        if (possible < 0) {
-                uid_t uid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
-                gid_t gid = (gid_t)syscall(SYS_setfsgid, (gid_t)-1);
-
-                (void)syscall(SYS_setfsuid, (uid_t)65534);
-                (void)syscall(SYS_setfsgid, (gid_t)65534);
-                possible = (uid_t)syscall(SYS_setfsuid, (uid_t)-1) == 65534 &&
-                           (gid_t)syscall(SYS_setfsgid, (gid_t)-1) == 65534;
-                (void)syscall(SYS_setfsuid, uid);
-                (void)syscall(SYS_setfsgid, gid);
-        }
-        return possible;
-}
-
 EngineCreds *bus_opener_creds(Context *c, const char *opener, uid_t uid)
 {
         EngineCreds creds, *p;
 
-        if (uid == 0 || uid == c->uid || !creds_switch_possible() || bus_driver_creds(c, opener, uid, &creds) < 0)
+        if (uid == 0 || uid == c->uid || !engine_creds_supported() || bus_driver_creds(c, opener, uid, &creds) < 0)
                 return NULL;
         p = malloc(sizeof(*p));
         if (p)
@@ -156,7 +135,7 @@ int bus_caller_creds(Context *c, sd_bus_message *msg, uid_t uid, EngineCreds *re
         *ret_own = uid == 0 || uid == c->uid;
         if (*ret_own)
                 return 0;
-        if (!creds_switch_possible())
+        if (!engine_creds_supported())
                 return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
                                         "fhashd cannot open files with another user's credentials (it lacks "
                                         "CAP_SETUID and CAP_SETGID); pass the files' fds to HashFds instead");

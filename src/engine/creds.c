@@ -87,6 +87,21 @@ static int set_fsgid(gid_t gid)
         return (gid_t)syscall(SYS_setfsgid, (gid_t)-1) == gid ? 0 : -EPERM;
 }
 
+bool engine_creds_supported(void)
+{
+        static int supported = -1;
+
+        if (supported < 0) {
+                uid_t uid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+                gid_t gid = (gid_t)syscall(SYS_setfsgid, (gid_t)-1);
+
+                supported = set_fsuid(65534) >= 0 && set_fsgid(65534) >= 0;
+                (void)set_fsuid(uid);
+                (void)set_fsgid(gid);
+        }
+        return supported;
+}
+
 /* Back to what the thread was; a thread that cannot go back must not go on (it would open every
  * later file with a caller's rights, or hash with them): nothing here can fail once the switch
  * succeeded, but if it did, the process ends. */

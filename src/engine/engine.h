@@ -268,6 +268,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EngineDir *, engine_dir_unref);
  * errno (-EOPNOTSUPP, -EPERM) and never opens it with other credentials.
  */
 #define ENGINE_CREDS_GROUPS_MAX 64
+/* Whether this process may take another uid's and group's credentials (root with CAP_SETUID and
+ * CAP_SETGID): tried once, on the calling thread, and put back at once. */
+bool engine_creds_supported(void);
 typedef struct EngineCreds {
         uid_t uid;
         unsigned n_groups;                      /* 1..ENGINE_CREDS_GROUPS_MAX: the first is the fsgid */
