@@ -66,7 +66,7 @@ static int dir_get(DirCache *c, const char *path, uint64_t *ret_gen)
         char *copy;
         int fd;
 
-        if (c->path && strlen(c->path) == len && strncmp(c->path, dir, len) == 0) {
+        if (c->path && c->path_len == len && memcmp(c->path, dir, len) == 0) {
                 *ret_gen = c->gen;
                 return 0;
         }
@@ -83,6 +83,7 @@ static int dir_get(DirCache *c, const char *path, uint64_t *ret_gen)
         free(c->path);
         safe_close(c->fd);
         c->path = copy;
+        c->path_len = len;
         c->fd = fd;
         *ret_gen = ++c->gen;
         return 0;

@@ -37,6 +37,7 @@ typedef struct NameDirs {
 /* A run's last directory opened (the next files mostly share it), and the last fhashd refused. */
 typedef struct DirCache {
         char *path;
+        size_t path_len;
         int fd;
         uint64_t gen;          /* directories opened so far */
         uint64_t refused_gen;  /* fhashd said AccessDenied of it: its files go as fds */
