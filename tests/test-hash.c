@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/macro.h"
 #include "hash/hash.h"
 #include "hash/md.h"
 #include "basic/macro.h"
@@ -536,6 +537,48 @@ static void test_hex(void **state)
         }
 }
 
+/* FilesDigested's digests: hex joined by ',' to bytes and lengths, and back. */
+static void test_joined_hex(void **state)
+{
+        static const char *const sets[] = { "sha256", "sha256,md5", "blake3,xxh3,md5,sha512", "crc32c,sha1" };
+        static const char *const bad[] = { "", ",", "ab,", ",ab", "ab,,cd", "abc", "ab,c", "xy", "ab cd",
+                                           "ab,cd,ef,01,23" };
+        uint8_t digest[HASH_SET_MAX * HASH_DIGEST_MAX], out[sizeof digest];
+        char hex[HASH_SET_HEX_MAX], back[HASH_SET_HEX_MAX];
+        uint32_t lengths[HASH_SET_MAX];
+
+        for (size_t s = 0; s < ELEMENTSOF(sets); s++) {
+                HashAlgoSet set;
+                size_t total = 0;
+
+                assert_int_equal(hash_algo_set_parse(sets[s], &set), 0);
+                for (unsigned i = 0; i < set.n; i++) {
+                        assert_int_equal(hash_oneshot(set.algos[i], "joined", 6, digest + total), 0);
+                        total += hash_algo_digest_size(set.algos[i]);
+                }
+                hash_set_to_hex(&set, digest, hex);
+                /* Only checked, then parsed. */
+                assert_int_equal(hash_joined_from_hex(hex, NULL, SIZE_MAX, lengths, HASH_SET_MAX), (int)set.n);
+                memset(out, 0, sizeof out);
+                assert_int_equal(hash_joined_from_hex(hex, out, total, lengths, HASH_SET_MAX), (int)set.n);
+                assert_memory_equal(out, digest, total);
+                for (unsigned i = 0; i < set.n; i++)
+                        assert_int_equal(lengths[i], hash_algo_digest_size(set.algos[i]));
+                hash_joined_to_hex(out, lengths, set.n, back);
+                assert_string_equal(back, hex);
+                /* One byte short of room, or one digest more than max. */
+                assert_int_equal(hash_joined_from_hex(hex, out, total - 1, lengths, HASH_SET_MAX), -EINVAL);
+                if (set.n > 1)
+                        assert_int_equal(hash_joined_from_hex(hex, NULL, SIZE_MAX, lengths, set.n - 1), -EINVAL);
+        }
+        /* Upper case parses; an empty, odd or non-hex digest, or a fifth, does not. */
+        assert_int_equal(hash_joined_from_hex("AB,cd", out, 2, lengths, HASH_SET_MAX), 2);
+        assert_memory_equal(out, "\xab\xcd", 2);
+        for (size_t b = 0; b < ELEMENTSOF(bad); b++)
+                assert_int_equal(hash_joined_from_hex(bad[b], out, sizeof out, lengths, HASH_SET_MAX), -EINVAL);
+        assert_int_equal(hash_joined_from_hex(NULL, out, sizeof out, lengths, HASH_SET_MAX), -EINVAL);
+}
+
 static void test_crc32c_impls(void **state)
 {
         const size_t max = 200000;
@@ -627,6 +670,7 @@ int main(void)
                 cmocka_unit_test(test_kat_fsverity),
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_hex),
+                cmocka_unit_test(test_joined_hex),
                 cmocka_unit_test(test_ctx_reuse_and_errors),
                 cmocka_unit_test(test_crc32c_impls),
                 cmocka_unit_test(test_threads),

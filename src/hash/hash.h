@@ -64,6 +64,14 @@ void hash_set_to_hex(const HashAlgoSet *set, const uint8_t *digest, char *out);
 /* Whether hex is what hash_set_to_hex() writes for set, in either case: each digest's length, hex
  * digits, one ',' between. */
 bool hash_set_hex_valid(const HashAlgoSet *set, const char *hex);
+/* Parses one hex digest, or several joined by ',' (hash_set_to_hex()'s form), into out (NULL: only
+ * checks), the digests one after the other, and each one's byte length into lengths[]: the number
+ * of digests. -EINVAL if hex is not that (an empty or odd digest, not hex), has more than max
+ * digests or more than out_size bytes. */
+int hash_joined_from_hex(const char *hex, uint8_t *out, size_t out_size, uint32_t *lengths, size_t max);
+/* The reverse: n digests of lengths[] bytes, one after the other in digest, as hex joined by ',';
+ * out must hold 2 * sum(lengths) + n bytes. */
+void hash_joined_to_hex(const uint8_t *digest, const uint32_t *lengths, size_t n, char *out);
 
 /* Portable and hardware CRC32C, exposed for tests and benchmarks (crc is the running value,
  * pre-/post-inversion is done inside: start with 0). */

@@ -74,3 +74,38 @@ int hash_from_hex(const char *hex, uint8_t *out, size_t n)
         }
         return 0;
 }
+
+int hash_joined_from_hex(const char *hex, uint8_t *out, size_t out_size, uint32_t *lengths, size_t max)
+{
+        size_t n = 0, used = 0;
+
+        if (!hex)
+                return -EINVAL;
+        for (const char *p = hex;; n++) {
+                size_t l = strcspn(p, ",");
+
+                if (l == 0 || l % 2 != 0 || n == max || l / 2 > out_size - used ||
+                    strspn(p, "0123456789abcdefABCDEF") != l)
+                        return -EINVAL;
+                for (size_t i = 0; out && i < l / 2; i++)
+                        out[used + i] = (uint8_t)((unsigned)unhex_digit(p[2 * i]) << 4 |
+                                                  (unsigned)unhex_digit(p[2 * i + 1]));
+                lengths[n] = (uint32_t)(l / 2);
+                used += l / 2;
+                if (p[l] == '\0')
+                        return (int)(n + 1);
+                p += l + 1;
+        }
+}
+
+void hash_joined_to_hex(const uint8_t *digest, const uint32_t *lengths, size_t n, char *out)
+{
+        *out = '\0';
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        *out++ = ',';
+                hash_to_hex(digest, lengths[i], out);
+                digest += lengths[i];
+                out += 2 * (size_t)lengths[i];
+        }
+}
