@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bus-job.c: org.fhash.Hasher1.Job on /org/fhash/Hasher1/job/<id>, and the signals about jobs */
+#include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -410,11 +411,85 @@ static int job_send_unicast(Job *j, sd_bus_message *msg)
         return r;
 }
 
+/* FilesDigested(o, au lengths, au indices, at sizes, ay digests, a(ustss) others): the results
+ * hashed without error as arrays of fixed-size elements, which the bus and both ends pass without
+ * looking at each (a FilesHashed element costs dbus-daemon three strings' validation), their
+ * digests as bytes one after the other, lengths[] bytes each; every other result as in
+ * FilesHashed. */
+static int emit_files_digested(Job *j, const uint32_t *indices, size_t n)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+        uint32_t lengths[HASH_SET_MAX], *idx = NULL;
+        uint64_t *sizes = NULL;
+        uint8_t *digests = NULL;
+        bool packs[JOB_BATCH_MAX] = {};
+        size_t n_lengths = 0, hex_len = 0, each = 0, n_ok = 0;
+        int r;
+
+        assert(n <= JOB_BATCH_MAX);
+        /* The digests' shape, from the first result hashed: a job's hashed results all have it
+         * (fhashd wrote them), so one of the same length is one of the same shape. */
+        for (size_t k = 0; k < n; k++) {
+                const JobResult *res = &j->results.items[indices[k]];
+                const char *hex = job_result_digest(res);
+                int q;
+
+                if (res->error)
+                        continue;
+                if (n_lengths == 0) {
+                        q = hash_joined_from_hex(hex, NULL, SIZE_MAX, lengths, HASH_SET_MAX);
+                        if (q <= 0)
+                                continue;
+                        n_lengths = (size_t)q;
+                        hex_len = strlen(hex);
+                }
+                packs[k] = strlen(hex) == hex_len;
+                n_ok += packs[k];
+        }
+        for (size_t k = 0; k < n_lengths; k++)
+                each += lengths[k];
+
+        r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "FilesDigested", &msg);
+        if (r >= 0)
+                r = sd_bus_message_append(msg, "o", j->object_path);
+        if (r >= 0)
+                r = sd_bus_message_append_array(msg, 'u', lengths, n_lengths * sizeof(uint32_t));
+        /* Each array filled before the next is added: adding one may move the message's body. */
+        if (r >= 0)
+                r = sd_bus_message_append_array_space(msg, 'u', n_ok * sizeof(uint32_t), (void **)&idx);
+        for (size_t k = 0, o = 0; r >= 0 && k < n; k++)
+                if (packs[k])
+                        idx[o++] = indices[k];
+        if (r >= 0)
+                r = sd_bus_message_append_array_space(msg, 't', n_ok * sizeof(uint64_t), (void **)&sizes);
+        for (size_t k = 0, o = 0; r >= 0 && k < n; k++)
+                if (packs[k])
+                        sizes[o++] = j->results.items[indices[k]].size;
+        if (r >= 0)
+                r = sd_bus_message_append_array_space(msg, 'y', n_ok * each, (void **)&digests);
+        for (size_t k = 0, o = 0; r >= 0 && k < n; k++)
+                if (packs[k])
+                        r = hash_joined_from_hex(job_result_digest(&j->results.items[indices[k]]),
+                                                 digests + o++ * each, each, lengths, n_lengths);
+        if (r >= 0)
+                r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "(ustss)");
+        for (size_t k = 0; r >= 0 && k < n; k++)
+                if (!packs[k])
+                        r = append_result(msg, j, indices[k]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
+        if (r < 0)
+                return r;
+        return job_send_unicast(j, TAKE_PTR(msg));
+}
+
 int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         int r;
 
+        if (j->packed)
+                return emit_files_digested(j, indices, n);
         r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "FilesHashed", &msg);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "o", j->object_path);

@@ -30,7 +30,8 @@ int bus_job_check_owner(Job *j, sd_bus_message *msg, sd_bus_error *error);
 /* JobClosed: the job takes no more inputs, saying why. */
 int bus_job_closed_error(Job *j, sd_bus_error *error);
 
-/* FilesHashed(o, a(ustss)) with the n results listed in indices, unicast to the owner. */
+/* FilesHashed(o, a(ustss)) with the n results listed in indices, unicast to the owner; a job made
+ * with "packed-results", FilesDigested (Manager.xml). */
 int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n);
 /* JobFinished(o, s, u, u), unicast to the owner. */
 int bus_job_emit_finished(Job *j);

@@ -64,6 +64,7 @@ static int create_job(Context *c, sd_bus_message *msg, uid_t uid, const HashAlgo
         if (r < 0)
                 return r;
         j->priority = o->priority;
+        j->packed = o->packed;
         /* HashNames: its names (and AddNames' later) open with the caller's credentials. */
         j->names = by_name;
         if (creds) {
@@ -397,6 +398,10 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("OpenConnection", SD_BUS_ARGS("a{sv}", options), SD_BUS_RESULT("h", connection),
                                 method_open_connection, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilesHashed", SD_BUS_ARGS("o", job, "a(ustss)", results), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("FilesDigested",
+                                SD_BUS_ARGS("o", job, "au", lengths, "au", indices, "at", sizes, "ay", digests,
+                                            "a(ustss)", others),
+                                0),
         SD_BUS_SIGNAL_WITH_ARGS("JobFinished",
                                 SD_BUS_ARGS("o", job, "s", result, "u", files_ok, "u", files_failed), 0),
         SD_BUS_VTABLE_END,

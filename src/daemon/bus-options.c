@@ -21,6 +21,7 @@ void hash_options_done(HashOptions *o)
         o->more = false;
         o->strategy = ENGINE_READ_AUTO;
         o->priority = JOB_PRIORITY_NORMAL;
+        o->packed = false;
         o->has_params = false;
         hash_params_wipe(&o->params);
         o->context = mfree(o->context);
@@ -36,7 +37,7 @@ static const struct {
         { "more", HASH_OPTION_MORE, "b" },            { "strategy", HASH_OPTION_STRATEGY, "s" },
         { "length", HASH_OPTION_LENGTH, "u" },        { "key", HASH_OPTION_KEY, "ay" },
         { "derive-key", HASH_OPTION_DERIVE_KEY, "s" }, { "block-size", HASH_OPTION_BLOCK_SIZE, "u" },
-        { "priority", HASH_OPTION_PRIORITY, "s" },
+        { "priority", HASH_OPTION_PRIORITY, "s" },     { "packed-results", HASH_OPTION_PACKED, "b" },
 };
 
 /* "names, expected, ..." for the keys in allowed, for error messages. */
@@ -169,7 +170,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
         HashOptions o = {};
         size_t digest_size;
         uint32_t length_bits = 0;
-        int dontcache = 0, more = 0;
+        int dontcache = 0, more = 0, packed = 0;
         const char *strategy = NULL, *priority = NULL;
         int r;
 
@@ -193,7 +194,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
                         if (streq(key, hash_option_keys[k].key))
                                 bit = hash_option_keys[k].bit;
                 if (!(bit & allowed)) {
-                        char known[128];
+                        char known[192];
 
                         hash_option_list(allowed, known, sizeof(known));
                         r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
@@ -221,6 +222,8 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
                         r = read_variant(m, key, "t", &o.max_size, error);
                 else if (bit == HASH_OPTION_DONTCACHE)
                         r = read_variant(m, key, "b", &dontcache, error);
+                else if (bit == HASH_OPTION_PACKED)
+                        r = read_variant(m, key, "b", &packed, error);
                 else if (bit == HASH_OPTION_STRATEGY) {
                         r = read_variant(m, key, "s", &strategy, error);
                         if (r >= 0 && engine_read_strategy_from_string(strategy) < 0) {
@@ -285,6 +288,7 @@ int bus_read_hash_options(sd_bus_message *m, size_t n_inputs, const HashAlgoSet 
                 goto fail;
         o.dontcache = dontcache;
         o.more = more;
+        o.packed = packed;
         o.strategy = strategy ? engine_read_strategy_from_string(strategy) : ENGINE_READ_AUTO;
         o.priority = priority ? job_priority_from_string(priority) : JOB_PRIORITY_NORMAL;
         o.has_params = o.params.out_len != 0 || o.params.keyed || o.params.context || o.params.block_size;

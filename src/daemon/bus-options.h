@@ -18,6 +18,7 @@ typedef struct HashOptions {
         bool more;          /* "more": b, more inputs follow through the job's AddFds() */
         EngineReadStrategy strategy;  /* "strategy": s, auto|read|mmap|direct (engine.h) */
         JobPriority priority;         /* "priority": s, normal|interactive|background */
+        bool packed;                  /* "packed-results": b, results as FilesDigested */
         /* "length": u, digest bits (b2sum -l, cksum -l; b3sum --length N is 8N); "key": ay, BLAKE3's
          * 32-byte key (b3sum --keyed); "derive-key": s, a BLAKE3 context (b3sum --derive-key). Never
          * logged; the key is wiped by hash_options_done(). */
@@ -39,12 +40,13 @@ typedef enum HashOptionKey {
         HASH_OPTION_DERIVE_KEY = 1u << 8,
         HASH_OPTION_BLOCK_SIZE = 1u << 9,
         HASH_OPTION_PRIORITY = 1u << 10,
+        HASH_OPTION_PACKED = 1u << 11,
 } HashOptionKey;
 
 #define HASH_OPTIONS_HASH_PATHS                                                                            \
         (HASH_OPTION_NAMES | HASH_OPTION_EXPECTED | HASH_OPTION_MAX_SIZE | HASH_OPTION_DONTCACHE |           \
          HASH_OPTION_STRATEGY | HASH_OPTION_LENGTH | HASH_OPTION_KEY | HASH_OPTION_DERIVE_KEY |                \
-         HASH_OPTION_BLOCK_SIZE | HASH_OPTION_PRIORITY)
+         HASH_OPTION_BLOCK_SIZE | HASH_OPTION_PRIORITY | HASH_OPTION_PACKED)
 #define HASH_OPTIONS_HASH_FDS (HASH_OPTIONS_HASH_PATHS | HASH_OPTION_MORE)
 /* HashNames' and AddNames' are HashFds' and AddFds'. */
 #define HASH_OPTIONS_HASH_NAMES HASH_OPTIONS_HASH_FDS

@@ -48,6 +48,7 @@ struct Job {
         char *params_context;
         bool allow_streams;  /* "max-size" was given: pipes and devices may be read */
         bool names;          /* made by HashNames: AddNames() may add names to it */
+        bool packed;         /* "packed-results": its results go out as FilesDigested */
         EngineCreds creds;   /* the caller's, that its names are opened with (engine_options.creds) */
         UserResource refused;  /* which limit the last USER_E_* outcome of a job_*() call came from */
 

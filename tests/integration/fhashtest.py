@@ -425,22 +425,51 @@ def make_files(dirpath, n, max_size=65536, seed=1):
 
 
 class JobWatcher:
-    """Collects FilesHashed/JobFinished for one connection, by job path (add it before calling)."""
+    """Collects FilesHashed/FilesDigested/JobFinished for one connection, by job path (add it before
+    calling). A FilesDigested result is kept as FilesHashed has it, with no label."""
 
     def __init__(self, conn):
         self.conn = conn
         self.results = {}    # job -> {index: (name, size, digest, error)}
         self.finished = {}   # job -> (result, ok, failed)
+        self.kinds = {}      # job -> {"FilesHashed": signals, "FilesDigested": signals}
         self.signals = 0
         self.receivers = [
             conn.add_signal_receiver(self._files, signal_name="FilesHashed", dbus_interface=MANAGER_IFACE,
                                      path=MANAGER_PATH),
+            conn.add_signal_receiver(self._digested, signal_name="FilesDigested", dbus_interface=MANAGER_IFACE,
+                                     path=MANAGER_PATH, byte_arrays=True),
             conn.add_signal_receiver(self._finished, signal_name="JobFinished", dbus_interface=MANAGER_IFACE,
                                      path=MANAGER_PATH),
         ]
 
-    def _files(self, job, results):
+    def _count(self, job, kind):
         self.signals += 1
+        k = self.kinds.setdefault(str(job), {})
+        k[kind] = k.get(kind, 0) + 1
+
+    def _digested(self, job, lengths, indices, sizes, digests, others):
+        self._count(job, "FilesDigested")
+        each = sum(int(n) for n in lengths)
+        if len(sizes) != len(indices) or len(digests) != each * len(indices) or any(int(n) == 0 for n in lengths):
+            fail(f"{job}: FilesDigested with {len(indices)} indices, {len(sizes)} sizes, {len(digests)} digest "
+                 f"bytes of lengths {[int(n) for n in lengths]}")
+        d = self.results.setdefault(str(job), {})
+        for k, (i, size) in enumerate(zip(indices, sizes)):
+            chunk, parts = bytes(digests[k * each:(k + 1) * each]), []
+            for n in lengths:
+                parts.append(chunk[:int(n)].hex())
+                chunk = chunk[int(n):]
+            if int(i) in d:
+                fail(f"{job}: result {i} reported twice")
+            d[int(i)] = ("", int(size), ",".join(parts), "")
+        self._add(job, others)
+
+    def _files(self, job, results):
+        self._count(job, "FilesHashed")
+        self._add(job, results)
+
+    def _add(self, job, results):
         d = self.results.setdefault(str(job), {})
         for (i, name, size, digest, error) in results:
             if int(i) in d:

@@ -116,6 +116,67 @@ def test_algorithm_sets(conn, w, tmp):
     ft.log(f"ok: {len(sets)} algorithm sets give the reference digests joined; bad sets are InvalidArgs")
 
 
+def test_packed_results(conn, w, tmp):
+    """"packed-results": FilesDigested carries the files hashed without error as arrays, their digests
+    as bytes; failures and mismatches as FilesHashed has them, with labels; GetResults unchanged."""
+    import dbus
+    files = [os.path.join(tmp, n) for n in ("empty", "one", "page+1", "mib+17")]
+    mgr = ft.manager(conn)
+    want = {p: ",".join(ft.reference_digest(a, p) for a in ("sha256", "md5")) for p in files}
+    d = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+    job = str(mgr.HashFds(ft.fds(*files, d), "sha256,md5",
+                          ft.options(names=files + ["dir"], expected=["", "0" * 64 + "," + "0" * 32, "", "", ""],
+                                     packed_results=True)))
+    os.close(d)
+    # One algorithm with a length, and HashPaths' 1,000 files in batches.
+    short = str(mgr.HashFds(ft.fds(*files), "blake3",
+                            dbus.Dictionary({"length": dbus.UInt32(128), "packed-results": dbus.Boolean(True)},
+                                            signature="sv")))
+    many = ft.make_files(os.path.join(tmp, "packed"), 1000, max_size=8192, seed=11)
+    paths = str(mgr.HashPaths(many, "sha256", ft.options(packed_results=True)))
+    w.wait([job, short, paths])
+
+    ft.check(w.kinds[job].get("FilesHashed", 0) == 0 and w.kinds[job].get("FilesDigested", 0) >= 1,
+             f"signals of a packed job: {w.kinds[job]}")
+    ft.check(w.finished[job] == ("failed", 3, 2), f"packed job: {w.finished[job]}")
+    res = w.results[job]
+    for i in (0, 2, 3):
+        ft.check(res[i] == ("", os.path.getsize(files[i]), want[files[i]], ""), f"packed {files[i]}: {res[i]}")
+    ft.check(res[1][0] == files[1] and res[1][2] == want[files[1]] and
+             res[1][3].startswith("org.fhash.Hasher1.Error.Mismatch: "), f"packed mismatch: {res[1]}")
+    ft.check(res[4][0] == "dir" and res[4][3].startswith("org.fhash.Hasher1.Error.NotRegular: "),
+             f"packed directory: {res[4]}")
+    got = ft.job_iface(conn, job).GetResults()
+    ft.check([(str(r[1]), str(r[3])) for r in got] == [(n, res[i][2]) for i, n in enumerate(files + ["dir"])],
+             f"GetResults of a packed job: {got}")
+
+    ft.check(w.kinds[short] == {"FilesDigested": 1}, f"signals of the blake3 job: {w.kinds[short]}")
+    got = ft.job_iface(conn, short).GetResults()
+    ft.check([len(str(r[3])) for r in got] == [32] * 4 and
+             [w.results[short][i][2] for i in range(4)] == [str(r[3]) for r in got],
+             f"blake3 with length 128: {w.results[short]} against {got}")
+    ft.check(w.kinds[paths].get("FilesDigested", 0) >= 4 and "FilesHashed" not in w.kinds[paths],
+             f"1000 packed results: {w.kinds[paths]}")
+    ft.check(all(w.results[paths][i] == ("", os.path.getsize(p), ft.sha256_file(p), "") for i, p in enumerate(many)),
+             "HashPaths with packed-results: a digest or size differs")
+
+    E = ft.ERR_INVALID_ARGS
+    fd = os.open(files[1], os.O_RDONLY)
+    msg = ft.expect_error(E, mgr.HashFds, ft.fds(fd), "sha256",
+                          dbus.Dictionary({"packed-results": "yes"}, signature="sv"))
+    ft.check('"packed-results" must be of type \'b\'' in msg, f"packed-results as a string: {msg}")
+    open_job = str(mgr.HashFds(ft.fds(fd), "sha256", ft.options(more=True)))
+    msg = ft.expect_error(E, ft.job_iface(conn, open_job).AddFds, ft.fds(fd), ft.options(packed_results=True))
+    ft.check('"packed-results" cannot be given to this call' in msg, f"AddFds with packed-results: {msg}")
+    ft.job_iface(conn, open_job).Close()
+    os.close(fd)
+    w.wait([open_job])
+    ft.check(w.kinds[open_job] == {"FilesHashed": 1}, f"a job without the option: {w.kinds[open_job]}")
+    ft.log("ok: packed-results: FilesDigested with the digests of two algorithms, of a length, of 1,000 "
+           "paths; a mismatch and an error as FilesHashed has them; GetResults keeps the labels; a wrong type "
+           "and AddFds refused")
+
+
 def test_batch(conn, w, tmp):
     files = ft.make_files(os.path.join(tmp, "batch"), 1000, max_size=16384, seed=7)
     expected = [ft.sha256_file(p) for p in files]
@@ -506,6 +567,7 @@ def main():
             w = ft.JobWatcher(conn)
             test_algorithms(conn, w, tmp)
             test_algorithm_sets(conn, w, tmp)
+            test_packed_results(conn, w, tmp)
             test_batch(conn, w, tmp)
             test_per_file_errors(conn, w, tmp)
             test_bad_args(conn, w, tmp)
