@@ -182,6 +182,9 @@ static int append_options(sd_bus_message *m, const BusCalls *cs, const BusCall *
                 /* Only when asked: an fhashd older than priorities refuses the key. */
                 if (r >= 0 && o->priority != JOB_PRIORITY_NORMAL)
                         r = sd_bus_message_append(m, "{sv}", "priority", "s", job_priority_to_string(o->priority));
+                /* Results as FilesDigested: bytes the bus copies, not strings it checks one by one. */
+                if (r >= 0 && !cs->jobs->packed_off)
+                        r = sd_bus_message_append(m, "{sv}", "packed-results", "b", 1);
                 if (r >= 0 && call->job->kind.out_len)
                         r = sd_bus_message_append(m, "{sv}", "length", "u", call->job->kind.out_len * 8);
                 else if (r >= 0 && o->params)
@@ -345,6 +348,16 @@ static int on_reply_error(BusCalls *cs, BusCall *call, sd_bus_message *m, const 
         int r;
 
         call_unsend(cs, call);
+        /* An fhashd older than "packed-results" refuses the call whole, before it looks at a file:
+         * the same call again at once, without it. */
+        if (call->kind == CALL_HASH_FDS && !cs->jobs->packed_off &&
+            sd_bus_error_has_name(e, SD_BUS_ERROR_INVALID_ARGS) && e->message &&
+            strstr(e->message, "\"packed-results\"")) {
+                cs->jobs->packed_off = true;
+                retry_later(cs, call);
+                cs->retry_at = 0;
+                return 0;
+        }
         /* An fhashd without HashNames, or one that cannot open names for us: fds from now on, and
          * this call's inputs go again as fds (bus_jobs_answer()). */
         if (call->by_name && bus_names_error_disables(e))

@@ -206,7 +206,23 @@ static void replay_orphans(BusJobs *js, BusJob *j)
         js->n_orphans = k;
 }
 
-static int handle_files_hashed(BusJobs *js, BusJob *j, sd_bus_message *m)
+/* Answers the result o of index of j, or keeps it until a reply says which input index is. */
+static int take_result(BusJobs *js, BusJob *j, uint32_t index, const Outcome *o)
+{
+        if (index >= j->n_sent)
+                return 0; /* never sent: nobody's result (a daemon gone wrong) */
+        if (index < j->n_items && j->items[index] != SIZE_MAX) {
+                if (hold_cancel(js, o))
+                        bus_jobs_hold(js, j->items[index]);
+                else
+                        answer_at(js, j, index, o);
+                return 0;
+        }
+        return add_orphan(js, j, index, o);
+}
+
+/* FilesHashed's a(ustss), and FilesDigested's last argument. */
+static int handle_results(BusJobs *js, BusJob *j, sd_bus_message *m)
 {
         const char *name, *hex, *e;
         uint64_t size;
@@ -221,22 +237,52 @@ static int handle_files_hashed(BusJobs *js, BusJob *j, sd_bus_message *m)
 
                 if (e[0])
                         parse_file_error(e, &o);
-                if (index >= j->n_sent)
-                        continue;  /* never sent: nobody's result (a daemon gone wrong) */
-                if (index < j->n_items && j->items[index] != SIZE_MAX) {
-                        if (hold_cancel(js, &o))
-                                bus_jobs_hold(js, j->items[index]);
-                        else
-                                answer_at(js, j, index, &o);
-                } else {
-                        r = add_orphan(js, j, index, &o);
-                        if (r < 0)
-                                return r;
-                }
+                r = take_result(js, j, index, &o);
+                if (r < 0)
+                        return r;
         }
         if (r < 0)
                 return r;
         return sd_bus_message_exit_container(m);
+}
+
+/* FilesDigested (Manager.xml): the files hashed as arrays, their digests as bytes; then the rest. */
+static int handle_files_digested(BusJobs *js, BusJob *j, sd_bus_message *m)
+{
+        const uint32_t *lengths, *indices;
+        const uint64_t *sizes;
+        const uint8_t *digests;
+        size_t n_lengths, n, n_sizes, n_digests, each = 0;
+        char hex[HASH_SET_HEX_MAX];
+        int r;
+
+        r = sd_bus_message_read_array(m, 'u', (const void **)&lengths, &n_lengths);
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, 'u', (const void **)&indices, &n);
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, 't', (const void **)&sizes, &n_sizes);
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, 'y', (const void **)&digests, &n_digests);
+        if (r < 0)
+                return r;
+        n_lengths /= sizeof(uint32_t);
+        n /= sizeof(uint32_t);
+        if (n_lengths > HASH_SET_MAX)
+                return -EBADMSG;
+        for (size_t k = 0; k < n_lengths; k++) {
+                if (lengths[k] == 0 || lengths[k] > HASH_DIGEST_MAX)
+                        return -EBADMSG;
+                each += lengths[k];
+        }
+        if (n_sizes != n * sizeof(uint64_t) || n_digests != n * each || (n > 0 && n_lengths == 0))
+                return -EBADMSG;
+        for (size_t k = 0; k < n; k++) {
+                hash_joined_to_hex(digests + k * each, lengths, n_lengths, hex);
+                r = take_result(js, j, indices[k], &(Outcome){ .status = FHASH_OK, .size = sizes[k], .hex = hex });
+                if (r < 0)
+                        return r;
+        }
+        return handle_results(js, j, m);
 }
 
 static void job_finished(BusJobs *js, BusJob *j, const char *result)
@@ -279,7 +325,8 @@ static int handle_signal(BusJobs *js, sd_bus_message *m)
         BusJob *j;
         int r;
 
-        if (!sd_bus_message_has_signature(m, "oa(ustss)") && !sd_bus_message_has_signature(m, "osuu"))
+        if (!sd_bus_message_has_signature(m, "oa(ustss)") && !sd_bus_message_has_signature(m, "oauauataya(ustss)") &&
+            !sd_bus_message_has_signature(m, "osuu"))
                 return 0;
         r = sd_bus_message_read(m, "o", &path);
         if (r < 0)
@@ -304,7 +351,9 @@ static int handle_signal(BusJobs *js, sd_bus_message *m)
                 return 0;
         }
         if (sd_bus_message_is_signal(m, FHASH_MANAGER_INTERFACE, "FilesHashed"))
-                return handle_files_hashed(js, j, m);
+                return handle_results(js, j, m);
+        if (sd_bus_message_is_signal(m, FHASH_MANAGER_INTERFACE, "FilesDigested"))
+                return handle_files_digested(js, j, m);
         r = sd_bus_message_read(m, "s", &result);
         if (r < 0)
                 return r;

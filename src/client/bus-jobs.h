@@ -89,9 +89,10 @@ struct BusJobs {
         size_t *redo;              /* in the order they failed: redo[redo_head..n_redo) */
         size_t redo_head, n_redo, redo_alloc;
         bool names_off;            /* fhashd cannot take names: fds from now on */
+        bool packed_off;           /* fhashd does not know "packed-results": FilesHashed it is */
 };
 
-/* Subscribes to the jobs' signals (FilesHashed, JobFinished; PropertiesChanged for progress), from
+/* Subscribes to the jobs' signals (FilesDigested or FilesHashed, JobFinished; PropertiesChanged for progress), from
  * fhashd only. The AddMatch calls go first on the connection, and the bus handles a connection's
  * messages in order: it has the matches before any call that makes a job. 0, or -errno; the caller
  * calls bus_jobs_done() either way. */

@@ -51,10 +51,38 @@ def fake(mode, address):
     def results(path, first, hashed):
         return [(dbus.UInt32(first + i), "", dbus.UInt64(size), digest, "") for i, (digest, size) in enumerate(hashed)]
 
+    def note(what):
+        with open(os.environ["FAKE_LOG"], "a") as f:
+            print(what, file=f)
+
+    def refuse_packed(options):
+        # What an fhashd older than "packed-results" says.
+        note(f"packed-results={bool(options.get('packed-results', False))}")
+        if mode == "old" and "packed-results" in options:
+            raise dbus.exceptions.DBusException(
+                'options: unknown option "packed-results" (known: names, expected, max-size, dontcache, more, '
+                'strategy, length, key, derive-key, block-size, priority)', name="org.freedesktop.DBus.Error.InvalidArgs")
+
+    def send_results(dest, path, first, hashed, packed):
+        if not packed:
+            signal(dest, "FilesHashed", "oa(ustss)", dbus.ObjectPath(path), results(path, first, hashed))
+            return
+        # FilesDigested: the file of 1,000 bytes as a failure in "others"; "bad-packed", a digest byte
+        # short.
+        ok = [(first + i, d, size) for i, (d, size) in enumerate(hashed) if size != 1000]
+        digests = b"".join(bytes.fromhex(d) for _, d, _ in ok)
+        if mode == "bad-packed":
+            digests = digests[:-1]
+        others = [(dbus.UInt32(first + i), "", dbus.UInt64(0), "", "org.fhash.Hasher1.Error.NotRegular: not a regular file")
+                  for i, (_, size) in enumerate(hashed) if size == 1000]
+        signal(dest, "FilesDigested", "oauauataya(ustss)", dbus.ObjectPath(path), [dbus.UInt32(32)],
+               [dbus.UInt32(i) for i, _, _ in ok], [dbus.UInt64(size) for _, _, size in ok],
+               dbus.ByteArray(digests), others)
+
     class Job(dbus.service.Object):
-        def __init__(self, path, sender):
+        def __init__(self, path, sender, packed=False):
             super().__init__(conn, path)
-            self.path, self.sender, self.n, self.open = path, sender, 0, True
+            self.path, self.sender, self.n, self.open, self.packed = path, sender, 0, True, packed
 
         def finish(self):
             signal(self.sender, "JobFinished", "osuu", dbus.ObjectPath(self.path), "done", dbus.UInt32(self.n),
@@ -68,8 +96,7 @@ def fake(mode, address):
             more = bool(options.get("more", False))
 
             def later():
-                signal(self.sender, "FilesHashed", "oa(ustss)", dbus.ObjectPath(self.path),
-                       results(self.path, first, hashed))
+                send_results(self.sender, self.path, first, hashed, self.packed)
                 if not more:
                     self.finish()
                 return False
@@ -86,8 +113,9 @@ def fake(mode, address):
             if mode == "dies":
                 # The client's files are taken; the daemon goes before it says anything.
                 os._exit(0)
+            refuse_packed(options)
             path = f"{JOB_PATH_PREFIX}/{len(jobs) + 1}"
-            job = jobs[path] = Job(path, sender)
+            job = jobs[path] = Job(path, sender, bool(options.get("packed-results", False)) and "packed" in mode)
             hashed = hash_fds(fds)
             job.n = len(hashed)
             more = bool(options.get("more", False))
@@ -112,7 +140,7 @@ def fake(mode, address):
                     m.set_destination(sender)
                     m.append(dbus.ObjectPath(path), "not an array", signature="os")
                     conn.send_message(m)
-                signal(sender, "FilesHashed", "oa(ustss)", dbus.ObjectPath(path), results(path, 0, hashed))
+                send_results(sender, path, 0, hashed, job.packed)
                 if not more:
                     job.finish()
                 return False
@@ -156,8 +184,18 @@ def run_client(address, files, timeout=60):
     return json.loads(p.stdout), time.monotonic() - t0
 
 
+def fake_log(bus, mode):
+    return os.path.join(bus.dir, f"fake-{mode}.log")
+
+
+def fake_calls(bus, mode):
+    with open(fake_log(bus, mode)) as f:
+        return f.read().split()
+
+
 def with_fake(bus, mode, fn):
-    p = subprocess.Popen(["/usr/bin/python3", HERE, "--fake", mode, bus.address], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(["/usr/bin/python3", HERE, "--fake", mode, bus.address], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, FAKE_LOG=fake_log(bus, mode)))
     try:
         ft.check(p.stdout.readline().strip() == "ready", f"the fake fhashd ({mode}) did not start")
         return fn()
@@ -187,6 +225,28 @@ def main():
         out, _ = with_fake(bus, "good", lambda: run_client(bus.address, files))
         ft.check(out.get("results") == want, f"the well-behaved fake: {out}")
         ft.log("ok: the fake fhashd, well behaved: 40 files in one open job (HashFds, AddFds), right digests")
+
+        calls = fake_calls(bus, "good")
+        ft.check(calls and set(calls) == {"packed-results=True"}, f"the calls that made jobs asked: {calls}")
+        ft.log("ok: libfhash asks for packed results (FilesDigested) in every call that makes a job")
+
+        # An fhashd older than FilesDigested refuses the option: the same call again without it.
+        out, _ = with_fake(bus, "old", lambda: run_client(bus.address, files))
+        calls = fake_calls(bus, "old")
+        ft.check(out.get("results") == want and calls[:2] == ["packed-results=True", "packed-results=False"] and
+                 "packed-results=True" not in calls[1:], f"an fhashd without packed-results: {out}, calls {calls}")
+        ft.log(f"ok: an fhashd without packed-results: refused once, sent again without it, right digests "
+               f"({len(calls)} calls)")
+
+        out, _ = with_fake(bus, "packed", lambda: run_client(bus.address, files))
+        got = out.get("results") or []
+        ft.check(len(got) == len(files) and got[1:] == want[1:] and got[0][0] == "error",
+                 f"FilesDigested with a failure in others: {out}")
+        ft.log("ok: FilesDigested's arrays give the right digests, its others the failure")
+
+        out, dt = with_fake(bus, "bad-packed", lambda: run_client(bus.address, files))
+        ft.check("error" in out and dt < 30, f"a FilesDigested a byte short: {out} ({dt:.1f} s)")
+        ft.log(f"ok: a FilesDigested whose arrays disagree fails the run: {out['error']}")
 
         out, dt = with_fake(bus, "huge-array", lambda: run_client(bus.address, files))
         ft.check(out.get("results") == want and dt < 30, f"results for 100,000 files never sent: {out} ({dt:.1f} s)")
