@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bus-names.c: files sent to fhashd by name (HashNames, AddNames): a few directory fds and the names
  * beneath them, instead of an fd per file */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,7 +9,6 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
-#include "basic/utf8.h"
 #include "client/bus-names.h"
 #include "client/feed.h"
 
@@ -27,9 +27,8 @@ bool bus_names_eligible(const char *path)
         if (!path || streq(path, "-"))
                 return false;
         base = base_of(path);
-        /* D-Bus strings are UTF-8: a name that is not goes as an fd. */
-        return *base && !streq(base, ".") && !streq(base, "..") && utf8_is_valid(base) &&
-               strlen(base) <= FHASH_NAME_MAX;
+        /* Names go as bytes, as file names are: one that is not UTF-8 goes by name too. */
+        return *base && !streq(base, ".") && !streq(base, "..") && strlen(base) <= FHASH_NAME_MAX;
 }
 
 void name_dirs_init(NameDirs *d)
@@ -126,11 +125,23 @@ int bus_names_append(sd_bus_message *m, const NameDirs *d, const Feed *f, const 
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
-                r = sd_bus_message_open_container(m, SD_BUS_TYPE_ARRAY, "(us)");
-        for (size_t k = 0; r >= 0 && k < n; k++)
-                r = sd_bus_message_append(m, "(us)", (uint32_t)d->dir_of[k], base_of(feed_input(f, idx[k])->path));
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
+                r = sd_bus_message_append_array(m, 'y', d->dir_of, n);
+        if (r < 0)
+                return r;
+        /* The names, each with its NUL, one after the other: one "ay" the bus copies whole. */
+        size_t size = 0, len[BUS_CALL_INPUTS_MAX];
+        char *p;
+
+        assert(n <= BUS_CALL_INPUTS_MAX);
+        for (size_t k = 0; k < n; k++) {
+                len[k] = strlen(base_of(feed_input(f, idx[k])->path)) + 1;
+                size += len[k];
+        }
+        r = sd_bus_message_append_array_space(m, 'y', size, (void **)&p);
+        for (size_t k = 0; r >= 0 && k < n; k++) {
+                memcpy(p, base_of(feed_input(f, idx[k])->path), len[k]);
+                p += len[k];
+        }
         return r;
 }
 

@@ -49,7 +49,7 @@ void dir_cache_init(DirCache *c);
 void dir_cache_done(DirCache *c);
 
 /* Whether input path may go by name: a path in a directory, not standard input ("-"), its name
- * UTF-8 (a D-Bus string) and not "", "." or "..". */
+ * not "", "." or ".." (any bytes: names go as "ay"). */
 bool bus_names_eligible(const char *path);
 
 /* Readies the k-th input of a call, path, to go by name with its directory (opened O_PATH in c, kept
@@ -58,7 +58,8 @@ bool bus_names_eligible(const char *path);
  * cannot be opened or was refused (then it goes as an fd). */
 int bus_names_add(DirCache *c, NameDirs *d, size_t k, const char *path);
 
-/* HashNames' and AddNames' "ah" (d's directories) and "a(us)" (the names of inputs idx[0..n)). */
+/* HashNames' and AddNames' "ah" (d's directories), "ay" dir_of and "ay" names (of inputs idx[0..n),
+ * each ending with a NUL). */
 int bus_names_append(sd_bus_message *m, const NameDirs *d, const Feed *f, const size_t *idx, size_t n);
 
 /* Whether a call by name failing with e means fhashd takes no names from us at all (an fhashd

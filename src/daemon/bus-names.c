@@ -17,41 +17,53 @@
 
 int bus_read_names(sd_bus_message *m, size_t n_dirs, NameRef **ret, size_t *ret_n, sd_bus_error *error)
 {
+        const uint8_t *dir_of;
+        const char *blob, *end;
+        size_t n_dir_of, size, n = 0;
         NameRef *names;
-        size_t n = 0;
         int r;
 
-        names = malloc(FHASH_MAX_NAMES_PER_CALL * sizeof(NameRef));
+        r = sd_bus_message_read_array(m, 'y', (const void **)&dir_of, &n_dir_of);
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, 'y', (const void **)&blob, &size);
+        if (r < 0)
+                return r;
+        if (n_dir_of == 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "names: no names given");
+        if (n_dir_of > FHASH_MAX_NAMES_PER_CALL)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "names: more than %d names in one call",
+                                         FHASH_MAX_NAMES_PER_CALL);
+        if (size == 0 || blob[size - 1] != '\0')
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "names: each name must end with a NUL byte, the last one too");
+        /* Checked whole first, then taken. */
+        end = blob + size;
+        for (const char *p = blob; p < end; n++) {
+                size_t l = strlen(p); /* the last byte is a NUL */
+
+                if (n == n_dir_of)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "names: more names than dir_of's %zu entries", n_dir_of);
+                if (dir_of[n] >= n_dirs)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "dir_of[%zu]: directory %u of %zu given", n, (unsigned)dir_of[n],
+                                                 n_dirs);
+                if (l == 0 || p[0] == '/' || l >= PATH_MAX)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "names[%zu]: a name must be relative to its directory, not empty, "
+                                                 "and shorter than %d bytes",
+                                                 n, PATH_MAX);
+                p += l + 1;
+        }
+        if (n != n_dir_of)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "names: %zu names for dir_of's %zu entries", n,
+                                         n_dir_of);
+        names = malloc(n * sizeof(NameRef));
         if (!names)
                 return -ENOMEM;
-        r = sd_bus_message_enter_container(m, SD_BUS_TYPE_ARRAY, "(us)");
-        while (r >= 0) {
-                NameRef ref;
-
-                r = sd_bus_message_read(m, "(us)", &ref.dir, &ref.name);
-                if (r <= 0)
-                        break;
-                if (n == FHASH_MAX_NAMES_PER_CALL)
-                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "names: more than %d names in one call",
-                                              FHASH_MAX_NAMES_PER_CALL);
-                else if (ref.dir >= n_dirs)
-                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                              "names[%zu]: directory %" PRIu32 " of %zu given", n, ref.dir, n_dirs);
-                else if (!ref.name[0] || ref.name[0] == '/' || strlen(ref.name) >= PATH_MAX)
-                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                              "names[%zu]: a name must be relative to its directory, not empty, "
-                                              "and shorter than %d bytes",
-                                              n, PATH_MAX);
-                else
-                        names[n++] = ref;
-        }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        if (r >= 0 && n == 0)
-                r = sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "names: no names given");
-        if (r < 0) {
-                free(names);
-                return r;
+        for (size_t k = 0; k < n; k++) {
+                names[k] = (NameRef){ .dir = dir_of[k], .name = blob };
+                blob += strlen(blob) + 1;
         }
         *ret = names;
         *ret_n = n;

@@ -39,8 +39,10 @@ typedef struct NameRef {
         const char *name;  /* beneath it: points into the message */
 } NameRef;
 
-/* Reads the "a(us)" of names: 1 to FHASH_MAX_NAMES_PER_CALL, each naming one of n_dirs directories,
- * not empty, not absolute, shorter than PATH_MAX. InvalidArgs naming names[i] otherwise. */
+/* Reads "ay dir_of, ay names": 1 to FHASH_MAX_NAMES_PER_CALL names, each ending with a NUL byte,
+ * one after the other, and the index of each one's directory (one byte each, below n_dirs); a name
+ * is bytes, as a file name is, not empty, not absolute, shorter than PATH_MAX. InvalidArgs naming
+ * names[i] or dir_of[i] otherwise. The names point into m. */
 int bus_read_names(sd_bus_message *m, size_t n_dirs, NameRef **ret, size_t *ret_n, sd_bus_error *error);
 
 /* Inputs for names beneath the parcel's directories (idx: the call's "au"): each directory fd must be

@@ -20,8 +20,8 @@ static const char *gated_member(const DBusHeader *h)
         } gated[] = {
                 { "HashFds", FHASH_MANAGER_INTERFACE, "ahsa{sv}", GATE_MEMBER_HASH_FDS },
                 { "AddFds", FHASH_JOB_INTERFACE, "aha{sv}", GATE_MEMBER_ADD_FDS },
-                { "HashNames", FHASH_MANAGER_INTERFACE, "aha(us)sa{sv}", GATE_MEMBER_HASH_NAMES },
-                { "AddNames", FHASH_JOB_INTERFACE, "aha(us)a{sv}", GATE_MEMBER_ADD_NAMES },
+                { "HashNames", FHASH_MANAGER_INTERFACE, "ahayaysa{sv}", GATE_MEMBER_HASH_NAMES },
+                { "AddNames", FHASH_JOB_INTERFACE, "ahayaya{sv}", GATE_MEMBER_ADD_NAMES },
         };
 
         if (h->type != DBUS_MESSAGE_METHOD_CALL || !h->member || !h->signature)

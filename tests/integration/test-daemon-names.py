@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-# test-daemon-names.py: files by name (issue 24). Manager.HashNames(ah dirs, a(us) names, s, a{sv})
+# test-daemon-names.py: files by name (issue 24). Manager.HashNames(ah dirs, ay dir_of, ay names, s,
+# a{sv})
 # and Job.AddNames() send a few directory fds and the names beneath them; fhashd's shards open each
 # name with the caller's uid and groups, beneath the directory, never leaving its mount. Checked on
 # a real fhashd (root) and a private dbus-daemon, with clients as root, as nobody and as nobody in a
@@ -39,14 +40,16 @@ def dir_fds(*paths):
 
 
 def name_array(pairs):
+    """HashNames' "ay dir_of, ay names" of (directory index, name) pairs, a name str or bytes."""
     import dbus
-    return dbus.Array([dbus.Struct((dbus.UInt32(d), n)) for d, n in pairs], signature="(us)")
+    names = b"".join((n if isinstance(n, bytes) else n.encode()) + b"\0" for _, n in pairs)
+    return dbus.ByteArray(bytes(d for d, _ in pairs)), dbus.ByteArray(names)
 
 
 def hash_names(conn, w, dirs, names, **opts):
     """HashNames of names (each a name beneath dirs[0], or (index, name)); {name: (digest, error)}."""
     pairs = [n if isinstance(n, tuple) else (0, n) for n in names]
-    job = str(ft.manager(conn).HashNames(dir_fds(*dirs), name_array(pairs), "sha256", ft.options(**opts)))
+    job = str(ft.manager(conn).HashNames(dir_fds(*dirs), *name_array(pairs), "sha256", ft.options(**opts)))
     w.wait([job])
     res = w.results.get(job, {})
     ft.check(len(res) == len(pairs), f"{job}: {len(res)} results for {len(pairs)} names")
@@ -70,11 +73,14 @@ def make_tree(tmp):
     os.symlink("/etc/hostname", os.path.join(t, "abs"))
     os.symlink("sub/deep", os.path.join(t, "inner-link"))
     os.mkfifo(os.path.join(t, "fifo"))
+    with open(os.path.join(os.fsencode(t), NOT_UTF8), "wb") as f:
+        f.write(b"a name that is not UTF-8\n")
     for d in (tmp, t, os.path.join(t, "sub")):
         os.chmod(d, 0o755)
     return t
 
 
+NOT_UTF8 = b"caf\xe9"  # Latin-1: names go as bytes, not D-Bus strings
 ALL = ["pub", "grp", "sec", "sub/deep", "closed/inner", "inner-link", "up", "abs", "../outside", "sub", "nope"]
 
 
@@ -111,8 +117,8 @@ def check_names(conn, tree, who):
     # Two directories in one call, the same one twice, and AddNames to the job.
     mgr = ft.manager(conn)
     job = str(mgr.HashNames(dir_fds(tree, os.path.join(tree, "sub"), tree),
-                            name_array([(0, "pub"), (1, "deep"), (2, "pub")]), "sha256", ft.options(more=True)))
-    first = ft.job_iface(conn, job).AddNames(dir_fds(os.path.join(tree, "sub")), name_array([(0, "deep")]),
+                            *name_array([(0, "pub"), (1, "deep"), (2, "pub")]), "sha256", ft.options(more=True)))
+    first = ft.job_iface(conn, job).AddNames(dir_fds(os.path.join(tree, "sub")), *name_array([(0, "deep")]),
                                              ft.options())
     ft.check(int(first) == 3, f"AddNames placed its name at {first}")
     ft.job_iface(conn, job).Close()
@@ -122,7 +128,7 @@ def check_names(conn, tree, who):
     ft.check([res[i][2] for i in range(4)] == want, f"{who}: two directories: {res}")
     # What is refused as a whole.
     fdjob = str(mgr.HashFds(ft.fds(os.path.join(tree, "pub")), "sha256", ft.options(more=True)))
-    ft.expect_error(ERR_INVALID, ft.job_iface(conn, fdjob).AddNames, dir_fds(tree), name_array([(0, "pub")]),
+    ft.expect_error(ERR_INVALID, ft.job_iface(conn, fdjob).AddNames, dir_fds(tree), *name_array([(0, "pub")]),
                     ft.options())
     ft.job_iface(conn, fdjob).Close()
     w.wait([fdjob])
@@ -132,9 +138,23 @@ def check_names(conn, tree, who):
                              ([tree], [(0, "/etc/hostname")], ERR_INVALID),
                              ([tree], [(0, "")], ERR_INVALID),
                              ([tree], [], ERR_INVALID)):
-        ft.expect_error(err, mgr.HashNames, dir_fds(*dirs), name_array(names), "sha256", ft.options())
-    ft.expect_error(ERR_INVALID, mgr.HashNames, dir_fds(tree), name_array([(0, "pub")] * 4097), "sha256",
+        ft.expect_error(err, mgr.HashNames, dir_fds(*dirs), *name_array(names), "sha256", ft.options())
+    ft.expect_error(ERR_INVALID, mgr.HashNames, dir_fds(tree), *name_array([(0, "pub")] * 4097), "sha256",
                     ft.options())
+    # The two byte arrays must agree: every name ends with a NUL, one dir_of entry each.
+    import dbus
+    for dir_of, names, word in ((b"\0", b"pub", "must end with a NUL"),
+                                (b"\0\0", b"pub\0", "1 names for dir_of's 2 entries"),
+                                (b"\0", b"pub\0pub\0", "more names than dir_of's 1 entries"),
+                                (b"\0\0", b"pub\0\0", "names[1]: a name must be relative"),
+                                (b"\x10", b"pub\0", "dir_of[0]: directory 16 of 1 given")):
+        msg = ft.expect_error(ERR_INVALID, mgr.HashNames, dir_fds(tree), dbus.ByteArray(dir_of), dbus.ByteArray(names),
+                              "sha256", ft.options())
+        ft.check(word in msg, f"dir_of {dir_of!r}, names {names!r}: {msg}")
+    # A name that is not UTF-8 is a name like any other.
+    got = hash_names(conn, w, [tree], [NOT_UTF8])
+    ft.check(got[NOT_UTF8] == (hashlib.sha256(b"a name that is not UTF-8\n").hexdigest(), ""),
+             f"{who}: a name that is not UTF-8: {got}")
 
 
 def client(address, tree, who):
@@ -155,7 +175,7 @@ def client_budget(address, d):
     out = {"held": 0, "error": ""}
     for _ in range(40):
         try:
-            mgr.HashNames(dir_fds(*[d] * 16), name_array([(k, f"fifo{k}") for k in range(16)]), "sha256",
+            mgr.HashNames(dir_fds(*[d] * 16), *name_array([(k, f"fifo{k}") for k in range(16)]), "sha256",
                           ft.options())
             held += 16
         except dbus.exceptions.DBusException as e:
@@ -281,6 +301,14 @@ def test_fhashctl(bus, tree):
         ft.check(r.returncode == 0 and r.stdout.split()[0] == ft.sha256_file(cold), f"cold by name: {r.stdout}\n{r.stderr}")
         jobs_by_name = d.log().count("by name")
         ft.check(jobs_by_name > 0, "fhashctl sent nothing by name")
+        # A name that is not UTF-8 goes by name too, and prints as sha256sum prints it.
+        latin = os.path.join(os.fsencode(tree), NOT_UTF8)
+        r = subprocess.run([ft.fhashctl_path(), "hash", "--daemon", "--address", bus.address, latin],
+                           capture_output=True, timeout=60)
+        want = subprocess.run(["sha256sum", latin], capture_output=True).stdout
+        ft.check(r.returncode == 0 and r.stdout == want and d.log().count("by name") == jobs_by_name + 1,
+                 f"a name that is not UTF-8: {r.stdout!r} {r.stderr!r}, want {want!r}")
+        jobs_by_name += 1
         # FHASH_BY_FD=1: every file as an fd, the same output.
         r = ctl(["hash", "--daemon", "--address", bus.address] + paths, env=dict(os.environ, FHASH_BY_FD="1"))
         ft.check(r.returncode == 0 and r.stdout == ref, f"FHASH_BY_FD=1: {r.stdout}\n{r.stderr}")
