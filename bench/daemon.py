@@ -204,6 +204,7 @@ def daemon_pair(h, name, addr, daemon_pids, algo='sha256'):
     if '--address --no-direct' in results:
         nd = results['--address --no-direct']
         nd['ratio'] = f'{nd["gbps"] / loc["gbps"]:.3f}x --local'
+        nd['vs_local'] = nd['gbps'] / loc['gbps']
     bus['ratio'] = f'{bus["gbps"] / loc["gbps"]:.3f}x --local'
     bus['vs_local'] = bus['gbps'] / loc['gbps']
     if erow:

@@ -75,6 +75,12 @@ for _ds in DS_TITLES:
 for _ds, _a in DAEMON_HOT:
     TARGETS[f'F-{_ds}-hot-{_a}'] = (f'{ALGO_TITLES[_a]}, {DS_TITLES[_ds]} hot: via fhashd ÷ `fhashctl --local`',
                                     0.95, 'ge', True)
+# B: the same through dbus-daemon (`--no-direct`): what clients without a direct connection get (GDBus,
+# python-dbus), SHA-256 hot only (the path does not depend on the hash).
+for _ds, _a in DAEMON_HOT:
+    if _a == 'sha256':
+        TARGETS[f'B-{_ds}-hot-{_a}'] = (f'{ALGO_TITLES[_a]}, {DS_TITLES[_ds]} hot: via fhashd through dbus-daemon '
+                                        '(`--no-direct`) ÷ `fhashctl --local`', 0.95, 'ge', True)
 for _ds, _a in DAEMON_COLD:
     TARGETS[f'F-{_ds}-cold-{_a}'] = (f'{ALGO_TITLES[_a]}, {DS_TITLES[_ds]} cold: via fhashd ÷ `fhashctl --local`',
                                      0.95, 'ge', True)
@@ -349,12 +355,12 @@ def evaluate_regime_targets(h):
                 ev += f'; the peer using least CPU, `{least["tool"]}`: {least["cpu_per_gb"]:.3f} CPU s/GB'
             h.target(tid, e['cpu_per_gb'] / bp['cpu_per_gb'], ev + '.' + other_note(h, e, bp), row=e)
     for tid in TARGETS:
-        if not tid.startswith('F-'):
+        if not tid.startswith(('F-', 'B-')):
             continue
-        _, ds, cache, algo = tid.split('-')
+        kind, ds, cache, algo = tid.split('-')
         sfx = ctl_suffix(ds)
-        bus = next(iter(h.live('daemon', ds=ds, cache=cache, algo=algo, tool=f'fhashctl hash --address{sfx}')),
-                   None)
+        how = '--address --no-direct' if kind == 'B' else '--address'
+        bus = next(iter(h.live('daemon', ds=ds, cache=cache, algo=algo, tool=f'fhashctl hash {how}{sfx}')), None)
         loc = next(iter(h.live('daemon', ds=ds, cache=cache, algo=algo, tool=f'fhashctl hash --local{sfx}')),
                    None)
         if not bus or not loc or 'vs_local' not in bus:
