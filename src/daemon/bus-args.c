@@ -14,6 +14,7 @@
 #include "basic/strv.h"
 #include "daemon/bus-args.h"
 #include "daemon/bus-connect.h"
+#include "daemon/bus-driver.h"
 #include "daemon/gate.h"
 #include "daemon/peer.h"
 #include "fhash/fhash-dbus.h"

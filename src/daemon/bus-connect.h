@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* bus-connect.h: fhashd's connections to the bus: one read through a gate, one for the bus driver's answers */
+/* bus-connect.h: fhashd's connection to the bus, read through a gate (the bus driver's: bus-driver.h) */
 #pragma once
 
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
 #include "daemon/context.h"
-#include "engine/engine.h"
 #include "daemon/gate.h"
 #include "protocol/bus.h"
 
@@ -32,25 +31,8 @@ int bus_address_resolve(BusKind kind, const char *address, char **ret);
 int bus_address_connect(const char *address, int *ret_fd);
 
 /* Opens c->bus (started, attached to c->event, exit on disconnect) with its input through c->bus_gate,
- * and c->driver for bus_driver_uid(). ops are the bus gate's. */
+ * and c->driver (bus-driver.h). ops are the bus gate's. */
 int bus_connect(Context *c, const char *address, const GateOps *ops, void *userdata);
-
-/* The euid the bus driver saw when sender (a unique name) connected, never augmented from /proc.
- * A unique name is never reused and its uid never changes: the answer is kept. A blocking round trip
- * to dbus-daemon the first time: the bus gate asks first, without waiting (below), so that a method
- * handler finds the answer kept. */
-int bus_driver_uid(Context *c, const char *sender, uid_t *ret);
-
-/* The same without waiting: 0 and *ret from what is kept; -EAGAIN while the driver is asked (one
- * question at a time; gate_sender_uid_known(c->bus_gate) runs once it is answered or has failed);
- * after a failure, its error for that sender (bus_driver_uid() says it too, once, instead of asking
- * again). Long names (never kept) are asked as above. */
-int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret);
-/* What the bus driver says of sender's credentials (GetConnectionCredentials): its uid, which must be
- * uid, and its groups, the primary one among them. A blocking round trip the first time: the last
- * few senders' answers are kept (a unique name is never reused; forgotten with the connection).
- * -ENODATA when the bus does not say the groups, -E2BIG past ENGINE_CREDS_GROUPS_MAX. */
-int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret);
 
 /* Closes c->bus, c->bus_gate and c->driver. */
 void bus_disconnect(Context *c);

@@ -11,6 +11,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "daemon/bus-connect.h"
+#include "daemon/bus-driver.h"
 #include "daemon/bus-names.h"
 #include "daemon/peer.h"
 #include "fhash/fhash-dbus.h"

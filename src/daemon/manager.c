@@ -13,6 +13,7 @@
 #include "basic/time-util.h"
 #include "build-config.h"
 #include "daemon/bus-connect.h"
+#include "daemon/bus-driver.h"
 #include "daemon/bus-job.h"
 #include "daemon/bus-manager.h"
 #include "daemon/closing.h"
