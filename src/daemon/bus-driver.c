@@ -162,18 +162,127 @@ static int driver_get(Context *c)
         return bus_driver_open(c);
 }
 
+/* GetConnectionCredentials' answer: the uid (-ENODATA without one) and the groups (dbus-daemon's:
+ * the primary group and the supplementary ones, SO_PEERCRED and SO_PEERGROUPS, as the kernel gave
+ * them when the caller connected); *ret_groups is 0 with them, -ENODATA when the bus does not say
+ * them, -E2BIG past ENGINE_CREDS_GROUPS_MAX (the uid stands either way). */
+static int read_creds(sd_bus_message *reply, EngineCreds *ret, int *ret_groups)
+{
+        EngineCreds creds = {};
+        bool have_uid = false;
+        int r, groups = -ENODATA;
+
+        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{sv}");
+        while (r > 0 && (r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "sv")) > 0) {
+                const char *key;
+                uint32_t v;
+
+                r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_STRING, &key);
+                if (r >= 0 && streq(key, "UnixUserID")) {
+                        r = sd_bus_message_read(reply, "v", "u", &v);
+                        creds.uid = (uid_t)v;
+                        have_uid = r > 0;
+                } else if (r >= 0 && streq(key, "UnixGroupIDs")) {
+                        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, "au");
+                        if (r > 0)
+                                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "u");
+                        groups = 0;
+                        while (r > 0 && (r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_UINT32, &v)) > 0) {
+                                if (creds.n_groups == ENGINE_CREDS_GROUPS_MAX)
+                                        groups = -E2BIG;
+                                else
+                                        creds.groups[creds.n_groups++] = (gid_t)v;
+                        }
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                        if (groups == 0 && creds.n_groups == 0)
+                                groups = -ENODATA;
+                } else if (r >= 0)
+                        r = sd_bus_message_skip(reply, "v");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = 1;
+        }
+        if (r < 0)
+                return r;
+        if (!have_uid)
+                return -ENODATA;
+        *ret = creds;
+        *ret_groups = groups;
+        return 0;
+}
+
+/* The senders' credentials, as the driver said them: a few, the latest first to go. */
+#define SENDER_CREDS_MAX 16
+
+struct SenderCreds {
+        struct {
+                char *sender;
+                EngineCreds creds;
+        } items[SENDER_CREDS_MAX];
+        unsigned next;
+};
+
+static void sender_creds_free(Context *c)
+{
+        if (!c->sender_creds)
+                return;
+        for (unsigned i = 0; i < SENDER_CREDS_MAX; i++)
+                free(c->sender_creds->items[i].sender);
+        c->sender_creds = mfree(c->sender_creds);
+}
+
+static const EngineCreds *sender_creds_find(Context *c, const char *sender, uid_t uid)
+{
+        if (c->sender_creds)
+                for (unsigned i = 0; i < SENDER_CREDS_MAX; i++)
+                        if (c->sender_creds->items[i].sender && streq(c->sender_creds->items[i].sender, sender) &&
+                            c->sender_creds->items[i].creds.uid == uid)
+                                return &c->sender_creds->items[i].creds;
+        return NULL;
+}
+
+/* Keeps sender's credentials, in place of the oldest kept (nothing is lost when there is no memory:
+ * they are asked again). */
+static void sender_creds_add(Context *c, const char *sender, const EngineCreds *creds)
+{
+        struct SenderCreds *s;
+        unsigned i;
+        char *copy;
+
+        if (sender_creds_find(c, sender, creds->uid))
+                return;
+        if (!c->sender_creds)
+                c->sender_creds = calloc(1, sizeof(struct SenderCreds));
+        copy = c->sender_creds ? strdup(sender) : NULL;
+        if (!copy)
+                return;
+        s = c->sender_creds;
+        i = s->next++ % SENDER_CREDS_MAX;
+        free(s->items[i].sender);
+        s->items[i].sender = copy;
+        s->items[i].creds = *creds;
+}
+
 static int on_uid_answer(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
         Context *c = userdata;
         struct SenderUids *u = c->sender_uids;
-        uint32_t uid = 0;
-        int r;
+        EngineCreds creds = {};
+        int r, groups = -ENODATA;
+        uint32_t uid;
 
         u->query = sd_bus_slot_unref(u->query);
         if (sd_bus_message_is_method_error(reply, NULL))
                 r = sd_bus_message_get_errno(reply) > 0 ? -sd_bus_message_get_errno(reply) : -EIO;
         else
-                r = sd_bus_message_read(reply, "u", &uid);
+                r = read_creds(reply, &creds, &groups);
+        if (r >= 0 && groups == 0)
+                sender_creds_add(c, u->query_name, &creds); /* for HashNames: bus_driver_creds() */
+        uid = r >= 0 ? (uint32_t)creds.uid : 0;
         if (r < 0) {
                 memcpy(u->failed_name, u->query_name, sizeof(u->failed_name));
                 u->failed_error = r;
@@ -219,7 +328,7 @@ int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret)
         if (r < 0)
                 return r;
         r = sd_bus_call_method_async(c->driver, &u->query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                     "org.freedesktop.DBus", "GetConnectionUnixUser", on_uid_answer, c, "s", sender);
+                                     "org.freedesktop.DBus", "GetConnectionCredentials", on_uid_answer, c, "s", sender);
         if (r < 0)
                 return r;
         memcpy(u->query_name, sender, len + 1);
@@ -261,116 +370,40 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret)
         return 0;
 }
 
-static int driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret)
+int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret)
 {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const EngineCreds *kept;
         EngineCreds creds = {};
-        bool have_uid = false, have_groups = false;
-        int r;
+        int r, groups = -ENODATA;
 
         if (!sender)
                 return -ENXIO;
+        kept = sender_creds_find(c, sender, uid);
+        if (kept) {
+                *ret = *kept;
+                return 0;
+        }
+        /* Not kept (the gate's question was answered for another sender's sake, or long ago): asked
+         * now, waiting. */
         r = driver_get(c);
         if (r < 0)
                 return r;
         r = sd_bus_call_method(c->driver, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "GetConnectionCredentials", &error, &reply, "s", sender);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "{sv}");
-        while (r > 0 && (r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_DICT_ENTRY, "sv")) > 0) {
-                const char *key;
-                uint32_t v;
-
-                r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_STRING, &key);
-                if (r >= 0 && streq(key, "UnixUserID")) {
-                        r = sd_bus_message_read(reply, "v", "u", &v);
-                        creds.uid = (uid_t)v;
-                        have_uid = r > 0;
-                } else if (r >= 0 && streq(key, "UnixGroupIDs")) {
-                        /* dbus-daemon's: the primary group and the supplementary ones (SO_PEERCRED,
-                         * SO_PEERGROUPS), as the kernel gave them when the caller connected. */
-                        r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_VARIANT, "au");
-                        if (r > 0)
-                                r = sd_bus_message_enter_container(reply, SD_BUS_TYPE_ARRAY, "u");
-                        while (r > 0 && (r = sd_bus_message_read_basic(reply, SD_BUS_TYPE_UINT32, &v)) > 0) {
-                                if (creds.n_groups == ENGINE_CREDS_GROUPS_MAX)
-                                        return -E2BIG;
-                                creds.groups[creds.n_groups++] = (gid_t)v;
-                        }
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(reply);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(reply);
-                        have_groups = r >= 0 && creds.n_groups > 0;
-                } else if (r >= 0)
-                        r = sd_bus_message_skip(reply, "v");
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
-                if (r >= 0)
-                        r = 1;
-        }
+        if (r >= 0)
+                r = read_creds(reply, &creds, &groups);
         if (r < 0)
                 return r;
         /* A bus that does not say the groups (or a uid other than the one the caller's calls are
          * charged to) gives nothing to open with. */
-        if (!have_uid || !have_groups || creds.uid != uid)
+        if (groups < 0)
+                return groups;
+        if (creds.uid != uid)
                 return -ENODATA;
+        sender_creds_add(c, sender, &creds);
         *ret = creds;
-        return 0;
-}
-
-/* The senders' credentials, as the driver said them: a few, the latest first to go. */
-#define SENDER_CREDS_MAX 16
-
-struct SenderCreds {
-        struct {
-                char *sender;
-                EngineCreds creds;
-        } items[SENDER_CREDS_MAX];
-        unsigned next;
-};
-
-static void sender_creds_free(Context *c)
-{
-        if (!c->sender_creds)
-                return;
-        for (unsigned i = 0; i < SENDER_CREDS_MAX; i++)
-                free(c->sender_creds->items[i].sender);
-        c->sender_creds = mfree(c->sender_creds);
-}
-
-int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret)
-{
-        struct SenderCreds *s;
-        unsigned i;
-        char *copy;
-        int r;
-
-        if (!sender)
-                return -ENXIO;
-        if (!c->sender_creds) {
-                c->sender_creds = calloc(1, sizeof(struct SenderCreds));
-                if (!c->sender_creds)
-                        return -ENOMEM;
-        }
-        s = c->sender_creds;
-        for (i = 0; i < SENDER_CREDS_MAX; i++)
-                if (s->items[i].sender && streq(s->items[i].sender, sender) && s->items[i].creds.uid == uid) {
-                        *ret = s->items[i].creds;
-                        return 0;
-                }
-        r = driver_creds(c, sender, uid, ret);
-        if (r < 0)
-                return r;
-        copy = strdup(sender);
-        if (!copy)
-                return 0; /* known this once */
-        i = s->next++ % SENDER_CREDS_MAX;
-        free(s->items[i].sender);
-        s->items[i].sender = copy;
-        s->items[i].creds = *ret;
         return 0;
 }
 

@@ -24,11 +24,14 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret);
 /* The same without waiting: 0 and *ret from what is kept; -EAGAIN while the driver is asked (one
  * question at a time; gate_sender_uid_known(c->bus_gate) runs once it is answered or has failed);
  * after a failure, its error for that sender (bus_driver_uid() says it too, once, instead of asking
- * again). Long names (never kept) are asked as above. */
+ * again). Long names (never kept) are asked as above. The question is GetConnectionCredentials: its
+ * answer's groups are kept too, so that the HashNames the gate passes on finds them
+ * (bus_driver_creds()) and fhashd's loop never waits for the driver on a caller's behalf. */
 int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret);
 /* What the bus driver says of sender's credentials (GetConnectionCredentials): its uid, which must be
- * uid, and its groups, the primary one among them. A blocking round trip the first time: the last
- * few senders' answers are kept (a unique name is never reused; forgotten with the connection).
- * -ENODATA when the bus does not say the groups, -E2BIG past ENGINE_CREDS_GROUPS_MAX. */
+ * uid, and its groups, the primary one among them. The last few senders' answers are kept (a unique
+ * name is never reused; forgotten with the connection), the gate's question among them; one not
+ * kept is asked now, waiting. -ENODATA when the bus does not say the groups, -E2BIG past
+ * ENGINE_CREDS_GROUPS_MAX. */
 int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret);
 

@@ -16,6 +16,7 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -195,15 +196,53 @@ NOBODY = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 MEMBER = ["--reuid=nobody", "--regid=nogroup", f"--groups={GROUP}"]
 
 
+def driver_questions(out):
+    """The bus driver's GetConnectionUnixUser/GetConnectionCredentials calls in dbus-monitor's output:
+    {the sender asked about: [member, ...]}."""
+    asked, member = {}, None
+    for line in out.splitlines():
+        m = re.search(r"^method call .* member=(GetConnectionUnixUser|GetConnectionCredentials)$", line)
+        if m:
+            member = m.group(1)
+            continue
+        m = re.match(r'^\s+string "(:[0-9.]+)"$', line)
+        if member and m:
+            asked.setdefault(m.group(1), []).append(member)
+        member = None
+    return asked
+
+
 def test_api(bus, tree):
     with ft.Daemon(bus) as d:
         conn = bus.connect()
         base = d.fd_count()
         check_names(conn, tree, "root")
+        # What fhashd asks the bus driver about nobody's and the member's connections: once each,
+        # the credentials, by the bus gate without waiting; a handler that asked again (waiting,
+        # its loop stopped) would show a second question.
+        log = os.path.join(bus.dir, "monitor.log")
+        with open(log, "w") as out:
+            mon = subprocess.Popen(["dbus-monitor", "--address", bus.address, "--monitor",
+                                    "type='method_call',destination='org.freedesktop.DBus'"],
+                                   stdout=out, stderr=subprocess.DEVNULL)
+
+        def monitoring():
+            with open(log) as f:
+                return "member=NameLost" in f.read()  # what BecomeMonitor ends with
+        ft.check(ft.wait_for(monitoring, 10), "dbus-monitor did not start monitoring")
         for who, ids in (("nobody", NOBODY), ("member", MEMBER)):
             r = run_as(ids, sys.executable, HERE, "client", bus.address, tree, who)
             ft.check(r.returncode == 0 and r.stdout.strip() == "ok",
                      f"{who} client: {r.returncode}\n{r.stdout}\n{r.stderr}\n{d.log()[-3000:]}")
+        time.sleep(0.3)
+        mon.terminate()
+        mon.wait(timeout=10)
+        with open(log) as f:
+            asked = driver_questions(f.read())
+        ft.check(len(asked) >= 2 and all(q == ["GetConnectionCredentials"] for q in asked.values()),
+                 f"fhashd's questions to the bus driver about nobody's and the member's connections: {asked}")
+        ft.log(f"ok: fhashd asked the bus driver about {len(asked)} connections once each, their credentials "
+               "(the gate, without waiting)")
         ft.check(ft.wait_for(lambda: d.fd_count() <= base, 10), f"fhashd holds {d.fd_count()} fds, had {base}")
         ft.check("by name" in d.log(), "fhashd's log says nothing of names")
 
@@ -323,7 +362,7 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "budget":
         client_budget(*sys.argv[2:])
         return
-    ft.require_root_clients(["setpriv", "sha256sum"])
+    ft.require_root_clients(["setpriv", "sha256sum", "dbus-monitor"])
     with ft.Bus(anyone=True) as bus:
         tree = make_tree(bus.dir)
         test_api(bus, tree)
