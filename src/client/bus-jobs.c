@@ -254,6 +254,7 @@ static int handle_files_digested(BusJobs *js, BusJob *j, sd_bus_message *m)
         const uint8_t *digests;
         size_t n_lengths, n, n_sizes, n_digests, each = 0;
         char hex[HASH_SET_HEX_MAX];
+        bool bad = false;
         int r;
 
         r = sd_bus_message_read_array(m, 'u', (const void **)&lengths, &n_lengths);
@@ -267,15 +268,19 @@ static int handle_files_digested(BusJobs *js, BusJob *j, sd_bus_message *m)
                 return r;
         n_lengths /= sizeof(uint32_t);
         n /= sizeof(uint32_t);
-        if (n_lengths > HASH_SET_MAX)
-                return -EBADMSG;
-        for (size_t k = 0; k < n_lengths; k++) {
-                if (lengths[k] == 0 || lengths[k] > HASH_DIGEST_MAX)
-                        return -EBADMSG;
+        for (size_t k = 0; k < n_lengths && k < HASH_SET_MAX; k++) {
+                bad |= lengths[k] == 0 || lengths[k] > HASH_DIGEST_MAX;
                 each += lengths[k];
         }
-        if (n_sizes != n * sizeof(uint64_t) || n_digests != n * each || (n > 0 && n_lengths == 0))
+        /* A daemon gone wrong: the run cannot tell which digest is whose, and says why. */
+        if (bad || n_lengths > HASH_SET_MAX || n_sizes != n * sizeof(uint64_t) || n_digests != n * each ||
+            (n > 0 && n_lengths == 0)) {
+                (void)sd_bus_error_setf(js->ret_error, SD_BUS_ERROR_INCONSISTENT_MESSAGE,
+                                        "fhashd sent a FilesDigested of %zu indices, %zu sizes and %zu digest bytes "
+                                        "of %zu each: they do not agree",
+                                        n, n_sizes / sizeof(uint64_t), n_digests, each);
                 return -EBADMSG;
+        }
         for (size_t k = 0; k < n; k++) {
                 hash_joined_to_hex(digests + k * each, lengths, n_lengths, hex);
                 r = take_result(js, j, indices[k], &(Outcome){ .status = FHASH_OK, .size = sizes[k], .hex = hex });
@@ -473,11 +478,11 @@ static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *r
         return 0;
 }
 
-int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress)
+int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress, sd_bus_error *ret_error)
 {
         int r;
 
-        *js = (BusJobs){ .feed = feed, .peer = peer };
+        *js = (BusJobs){ .feed = feed, .peer = peer, .ret_error = ret_error };
         r = sd_bus_match_signal_async(peer->bus, &js->s_sig, peer->daemon, FHASH_MANAGER_PATH,
                                       FHASH_MANAGER_INTERFACE, NULL, on_signal, on_match_installed, js);
         if (r >= 0 && watch_progress)

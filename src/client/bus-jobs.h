@@ -90,13 +90,14 @@ struct BusJobs {
         size_t redo_head, n_redo, redo_alloc;
         bool names_off;            /* fhashd cannot take names: fds from now on */
         bool packed_off;           /* fhashd does not know "packed-results": FilesHashed it is */
+        sd_bus_error *ret_error;   /* the run's: what fhashd sent that failed it */
 };
 
 /* Subscribes to the jobs' signals (FilesDigested or FilesHashed, JobFinished; PropertiesChanged for progress), from
  * fhashd only. The AddMatch calls go first on the connection, and the bus handles a connection's
  * messages in order: it has the matches before any call that makes a job. 0, or -errno; the caller
  * calls bus_jobs_done() either way. */
-int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress);
+int bus_jobs_init(BusJobs *js, Feed *feed, BusPeer *peer, bool watch_progress, sd_bus_error *ret_error);
 void bus_jobs_done(BusJobs *js);
 
 int bus_job_new(BusJobs *js, JobKind kind, BusJob **ret);

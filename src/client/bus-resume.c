@@ -69,7 +69,7 @@ int bus_run_connected(Bus *c)
 {
         int r;
 
-        r = bus_jobs_init(&c->jobs, c->feed, &c->peer, c->options->watch_progress);
+        r = bus_jobs_init(&c->jobs, c->feed, &c->peer, c->options->watch_progress, c->ret_error);
         c->jobs.resume = c->target != NULL;
         c->jobs.cancelling = c->stop;
         c->jobs.wake = c->peer.wake = &c->wake;

@@ -481,7 +481,7 @@ static int bus_start(const BackendArgs *args, void **ret)
                 c->dial_at = now_usec();
                 r = 0;
         } else if (r >= 0) {
-                r = bus_jobs_init(&c->jobs, args->feed, &c->peer, args->options->watch_progress);
+                r = bus_jobs_init(&c->jobs, args->feed, &c->peer, args->options->watch_progress, c->ret_error);
                 c->jobs.resume = c->target != NULL;
                 c->jobs.wake = c->peer.wake = &c->wake;
         }

@@ -10,6 +10,7 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -245,7 +246,10 @@ def main():
         ft.log("ok: FilesDigested's arrays give the right digests, its others the failure")
 
         out, dt = with_fake(bus, "bad-packed", lambda: run_client(bus.address, files))
-        ft.check("error" in out and dt < 30, f"a FilesDigested a byte short: {out} ({dt:.1f} s)")
+        m = re.search(r"fhashd sent a FilesDigested of (\d+) indices, (\d+) sizes and (\d+) digest bytes of 32 each: "
+                      r"they do not agree", out["error"][2]) if "error" in out else None
+        ft.check(m and m[1] == m[2] and int(m[3]) == 32 * int(m[1]) - 1 and dt < 30,
+                 f"a FilesDigested a byte short: {out} ({dt:.1f} s)")
         ft.log(f"ok: a FilesDigested whose arrays disagree fails the run: {out['error']}")
 
         out, dt = with_fake(bus, "huge-array", lambda: run_client(bus.address, files))
