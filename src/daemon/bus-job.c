@@ -411,18 +411,16 @@ static int job_send_unicast(Job *j, sd_bus_message *msg)
         return r;
 }
 
-/* FilesDigested(o, au lengths, au indices, at sizes, ay digests, a(ustss) others): the results
- * hashed without error as arrays of fixed-size elements, which the bus and both ends pass without
- * looking at each (a FilesHashed element costs dbus-daemon three strings' validation), their
- * digests as bytes one after the other, lengths[] bytes each; every other result as in
- * FilesHashed. */
-static int emit_files_digested(Job *j, const uint32_t *indices, size_t n)
+/* FilesDigested's arrays (after its "o"): lengths, indices, sizes and digests of the results hashed
+ * without error, as arrays of fixed-size elements, which the bus and both ends pass without looking
+ * at each (a FilesHashed element costs dbus-daemon three strings' validation), the digests as bytes
+ * one after the other, lengths[] bytes each. packs[k] tells which went in; the rest go in "others"
+ * as FilesHashed has them. */
+static int append_packed(sd_bus_message *msg, Job *j, const uint32_t *indices, size_t n, bool packs[])
 {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         uint32_t lengths[HASH_SET_MAX], *idx = NULL;
         uint64_t *sizes = NULL;
         uint8_t *digests = NULL;
-        bool packs[JOB_BATCH_MAX] = {};
         size_t n_lengths = 0, hex_len = 0, each = 0, n_ok = 0;
         int r;
 
@@ -449,11 +447,7 @@ static int emit_files_digested(Job *j, const uint32_t *indices, size_t n)
         for (size_t k = 0; k < n_lengths; k++)
                 each += lengths[k];
 
-        r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "FilesDigested", &msg);
-        if (r >= 0)
-                r = sd_bus_message_append(msg, "o", j->object_path);
-        if (r >= 0)
-                r = sd_bus_message_append_array(msg, 'u', lengths, n_lengths * sizeof(uint32_t));
+        r = sd_bus_message_append_array(msg, 'u', lengths, n_lengths * sizeof(uint32_t));
         /* Each array filled before the next is added: adding one may move the message's body. */
         if (r >= 0)
                 r = sd_bus_message_append_array_space(msg, 'u', n_ok * sizeof(uint32_t), (void **)&idx);
@@ -471,32 +465,29 @@ static int emit_files_digested(Job *j, const uint32_t *indices, size_t n)
                 if (packs[k])
                         r = hash_joined_from_hex(job_result_digest(&j->results.items[indices[k]]),
                                                  digests + o++ * each, each, lengths, n_lengths);
-        if (r >= 0)
-                r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "(ustss)");
-        for (size_t k = 0; r >= 0 && k < n; k++)
-                if (!packs[k])
-                        r = append_result(msg, j, indices[k]);
-        if (r >= 0)
-                r = sd_bus_message_close_container(msg);
-        if (r < 0)
-                return r;
-        return job_send_unicast(j, TAKE_PTR(msg));
+        return r;
 }
 
 int bus_job_emit_files_hashed(Job *j, const uint32_t *indices, size_t n)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+        bool packs[JOB_BATCH_MAX] = {};
         int r;
 
-        if (j->packed)
-                return emit_files_digested(j, indices, n);
-        r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, "FilesHashed", &msg);
+        /* FilesDigested(o, au lengths, au indices, at sizes, ay digests, a(ustss) others) for a job
+         * made with "packed-results", else FilesHashed(o, a(ustss)): the same results array, of
+         * every result FilesDigested did not pack. */
+        r = job_new_signal(j, FHASH_MANAGER_PATH, FHASH_MANAGER_INTERFACE, j->packed ? "FilesDigested" : "FilesHashed",
+                           &msg);
         if (r >= 0)
                 r = sd_bus_message_append(msg, "o", j->object_path);
+        if (r >= 0 && j->packed)
+                r = append_packed(msg, j, indices, n, packs);
         if (r >= 0)
                 r = sd_bus_message_open_container(msg, SD_BUS_TYPE_ARRAY, "(ustss)");
         for (size_t k = 0; r >= 0 && k < n; k++)
-                r = append_result(msg, j, indices[k]);
+                if (!packs[k])
+                        r = append_result(msg, j, indices[k]);
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r < 0)
