@@ -65,20 +65,35 @@ int bus_alone_park(Bus *c, size_t item, int fd)
         return 0;
 }
 
+int bus_alone_try_open(Bus *c, size_t item, int *ret_fd, uint64_t *ret_size)
+{
+        uint64_t size = 0;
+        int fd = -EBADF, r;
+
+        r = feed_open(c->feed, item, &fd, &size);
+        if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK) {
+                r = bus_alone_park(c, item, fd);
+                return r < 0 ? r : 0;
+        }
+        if (r < 0) {
+                bus_jobs_answer(&c->jobs, NULL, item, &(Outcome){ .status = FHASH_ERROR, .error = r });
+                return 0;
+        }
+        bus_run_note_opened(c, item, size);
+        *ret_fd = fd;
+        *ret_size = size;
+        return 1;
+}
+
 /* Opens input item and sends it alone, parks it, or answers it with the open's error. */
 int bus_alone_open(Bus *c, size_t item)
 {
         uint64_t size = 0;
         int fd = -EBADF, r;
 
-        r = feed_open(c->feed, item, &fd, &size);
-        if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK)
-                return bus_alone_park(c, item, fd);
-        if (r < 0) {
-                bus_jobs_answer(&c->jobs, NULL, item, &(Outcome){ .status = FHASH_ERROR, .error = r });
-                return 0;
-        }
-        bus_run_note_opened(c, item, size);
+        r = bus_alone_try_open(c, item, &fd, &size);
+        if (r <= 0)
+                return r;
         return bus_alone_send(c, item, fd, size);
 }
 

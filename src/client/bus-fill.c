@@ -24,14 +24,9 @@ static int add_fd(Bus *c, BusCall *call, size_t i, int fds[])
         uint64_t size = 0;
         int fd = -EBADF, r;
 
-        r = feed_open(c->feed, i, &fd, &size);
-        if (r == FEED_OPEN_FIFO || r == -EWOULDBLOCK)
-                return bus_alone_park(c, i, fd);
-        if (r < 0) {
-                bus_jobs_answer(&c->jobs, NULL, i, &(Outcome){ .status = FHASH_ERROR, .error = r });
-                return 0;
-        }
-        bus_run_note_opened(c, i, size);
+        r = bus_alone_try_open(c, i, &fd, &size);
+        if (r <= 0)
+                return r;
         if (size == UINT64_MAX)
                 return bus_alone_send(c, i, fd, size);
         fds[call->n] = fd;
