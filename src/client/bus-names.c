@@ -129,17 +129,19 @@ int bus_names_append(sd_bus_message *m, const NameDirs *d, const Feed *f, const 
         if (r < 0)
                 return r;
         /* The names, each with its NUL, one after the other: one "ay" the bus copies whole. */
+        const char *base[BUS_CALL_INPUTS_MAX];
         size_t size = 0, len[BUS_CALL_INPUTS_MAX];
         char *p;
 
         assert(n <= BUS_CALL_INPUTS_MAX);
         for (size_t k = 0; k < n; k++) {
-                len[k] = strlen(base_of(feed_input(f, idx[k])->path)) + 1;
+                base[k] = base_of(feed_input(f, idx[k])->path);
+                len[k] = strlen(base[k]) + 1;
                 size += len[k];
         }
         r = sd_bus_message_append_array_space(m, 'y', size, (void **)&p);
         for (size_t k = 0; r >= 0 && k < n; k++) {
-                memcpy(p, base_of(feed_input(f, idx[k])->path), len[k]);
+                memcpy(p, base[k], len[k]);
                 p += len[k];
         }
         return r;

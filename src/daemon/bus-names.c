@@ -37,34 +37,35 @@ int bus_read_names(sd_bus_message *m, size_t n_dirs, NameRef **ret, size_t *ret_
         if (size == 0 || blob[size - 1] != '\0')
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
                                         "names: each name must end with a NUL byte, the last one too");
-        /* Checked whole first, then taken. */
+        names = malloc(n_dir_of * sizeof(NameRef));
+        if (!names)
+                return -ENOMEM;
         end = blob + size;
-        for (const char *p = blob; p < end; n++) {
+        r = 0;
+        for (const char *p = blob; r >= 0 && p < end; n++) {
                 size_t l = strlen(p); /* the last byte is a NUL */
 
                 if (n == n_dir_of)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "names: more names than dir_of's %zu entries", n_dir_of);
-                if (dir_of[n] >= n_dirs)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "dir_of[%zu]: directory %u of %zu given", n, (unsigned)dir_of[n],
-                                                 n_dirs);
-                if (l == 0 || p[0] == '/' || l >= PATH_MAX)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "names[%zu]: a name must be relative to its directory, not empty, "
-                                                 "and shorter than %d bytes",
-                                                 n, PATH_MAX);
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "names: more names than dir_of's %zu entries", n_dir_of);
+                else if (dir_of[n] >= n_dirs)
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "dir_of[%zu]: directory %u of %zu given",
+                                              n, (unsigned)dir_of[n], n_dirs);
+                else if (l == 0 || p[0] == '/' || l >= PATH_MAX)
+                        r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                              "names[%zu]: a name must be relative to its directory, not empty, "
+                                              "and shorter than %d bytes",
+                                              n, PATH_MAX);
+                else
+                        names[n] = (NameRef){ .dir = dir_of[n], .name = p };
                 p += l + 1;
         }
-        if (n != n_dir_of)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "names: %zu names for dir_of's %zu entries", n,
-                                         n_dir_of);
-        names = malloc(n * sizeof(NameRef));
-        if (!names)
-                return -ENOMEM;
-        for (size_t k = 0; k < n; k++) {
-                names[k] = (NameRef){ .dir = dir_of[k], .name = blob };
-                blob += strlen(blob) + 1;
+        if (r >= 0 && n != n_dir_of)
+                r = sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "names: %zu names for dir_of's %zu entries", n,
+                                      n_dir_of);
+        if (r < 0) {
+                free(names);
+                return r;
         }
         *ret = names;
         *ret_n = n;
