@@ -330,8 +330,21 @@ static int handle_signal(BusJobs *js, sd_bus_message *m)
         BusJob *j;
         int r;
 
-        if (!sd_bus_message_has_signature(m, "oa(ustss)") && !sd_bus_message_has_signature(m, "oauauataya(ustss)") &&
-            !sd_bus_message_has_signature(m, "osuu"))
+        static const struct {
+                const char *member, *signature;
+        } known[] = {
+                { "FilesHashed", "oa(ustss)" },
+                { "FilesDigested", "oauauataya(ustss)" },
+                { "JobFinished", "osuu" },
+        };
+        size_t kind = ELEMENTSOF(known);
+
+        /* Each of ours by its member and its signature: anything else is ignored. */
+        for (size_t k = 0; k < ELEMENTSOF(known) && kind == ELEMENTSOF(known); k++)
+                if (sd_bus_message_is_signal(m, FHASH_MANAGER_INTERFACE, known[k].member) &&
+                    sd_bus_message_has_signature(m, known[k].signature))
+                        kind = k;
+        if (kind == ELEMENTSOF(known))
                 return 0;
         r = sd_bus_message_read(m, "o", &path);
         if (r < 0)
@@ -355,9 +368,9 @@ static int handle_signal(BusJobs *js, sd_bus_message *m)
                 js->pending[js->n_pending++] = sd_bus_message_ref(m);
                 return 0;
         }
-        if (sd_bus_message_is_signal(m, FHASH_MANAGER_INTERFACE, "FilesHashed"))
+        if (kind == 0)
                 return handle_results(js, j, m);
-        if (sd_bus_message_is_signal(m, FHASH_MANAGER_INTERFACE, "FilesDigested"))
+        if (kind == 1)
                 return handle_files_digested(js, j, m);
         r = sd_bus_message_read(m, "s", &result);
         if (r < 0)
