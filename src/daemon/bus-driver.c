@@ -267,29 +267,52 @@ static void sender_creds_add(Context *c, const char *sender, const EngineCreds *
         s->items[i].creds = *creds;
 }
 
+/* Keeps what the driver said of sender: its uid, and its credentials when it said the groups. */
+static void sender_keep(Context *c, const char *sender, const EngineCreds *creds, int groups)
+{
+        sender_uids_add(c, sender, creds->uid);
+        if (groups == 0)
+                sender_creds_add(c, sender, creds); /* for HashNames: bus_driver_creds() */
+}
+
+/* Asks the driver for sender's credentials, waiting, and keeps the answer (read_creds()'s). */
+static int ask_creds(Context *c, const char *sender, EngineCreds *ret, int *ret_groups)
+{
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = driver_get(c);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(c->driver, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionCredentials", &error, &reply, "s", sender);
+        if (r >= 0)
+                r = read_creds(reply, ret, ret_groups);
+        if (r >= 0)
+                sender_keep(c, sender, ret, *ret_groups);
+        return r;
+}
+
 static int on_uid_answer(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
         Context *c = userdata;
         struct SenderUids *u = c->sender_uids;
         EngineCreds creds = {};
         int r, groups = -ENODATA;
-        uint32_t uid;
 
         u->query = sd_bus_slot_unref(u->query);
         if (sd_bus_message_is_method_error(reply, NULL))
                 r = sd_bus_message_get_errno(reply) > 0 ? -sd_bus_message_get_errno(reply) : -EIO;
         else
                 r = read_creds(reply, &creds, &groups);
-        if (r >= 0 && groups == 0)
-                sender_creds_add(c, u->query_name, &creds); /* for HashNames: bus_driver_creds() */
-        uid = r >= 0 ? (uint32_t)creds.uid : 0;
         if (r < 0) {
                 memcpy(u->failed_name, u->query_name, sizeof(u->failed_name));
                 u->failed_error = r;
         } else {
-                sender_uids_add(c, u->query_name, (uid_t)uid);
+                sender_keep(c, u->query_name, &creds, groups);
                 memcpy(u->answer_name, u->query_name, sizeof(u->answer_name));
-                u->answer_uid = (uid_t)uid;
+                u->answer_uid = creds.uid;
         }
         if (c->bus_gate)
                 gate_sender_uid_known(c->bus_gate);
@@ -337,11 +360,9 @@ int bus_driver_uid_async(Context *c, const char *sender, uid_t *ret)
 
 int bus_driver_uid(Context *c, const char *sender, uid_t *ret)
 {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         struct SenderUid *s;
-        uint32_t uid;
-        int r;
+        EngineCreds creds = {};
+        int r, groups;
 
         if (!sender)
                 return -ENXIO;
@@ -355,25 +376,15 @@ int bus_driver_uid(Context *c, const char *sender, uid_t *ret)
                 c->sender_uids->failed_error = 0;
                 return r;
         }
-        r = driver_get(c);
+        r = ask_creds(c, sender, &creds, &groups);
         if (r < 0)
                 return r;
-        r = sd_bus_call_method(c->driver, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "GetConnectionUnixUser", &error, &reply, "s", sender);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_read(reply, "u", &uid);
-        if (r < 0)
-                return r;
-        sender_uids_add(c, sender, (uid_t)uid);
-        *ret = (uid_t)uid;
+        *ret = creds.uid;
         return 0;
 }
 
 int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret)
 {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const EngineCreds *kept;
         EngineCreds creds = {};
         int r, groups = -ENODATA;
@@ -387,13 +398,7 @@ int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret
         }
         /* Not kept (the gate's question was answered for another sender's sake, or long ago): asked
          * now, waiting. */
-        r = driver_get(c);
-        if (r < 0)
-                return r;
-        r = sd_bus_call_method(c->driver, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "GetConnectionCredentials", &error, &reply, "s", sender);
-        if (r >= 0)
-                r = read_creds(reply, &creds, &groups);
+        r = ask_creds(c, sender, &creds, &groups);
         if (r < 0)
                 return r;
         /* A bus that does not say the groups (or a uid other than the one the caller's calls are
@@ -402,7 +407,6 @@ int bus_driver_creds(Context *c, const char *sender, uid_t uid, EngineCreds *ret
                 return groups;
         if (creds.uid != uid)
                 return -ENODATA;
-        sender_creds_add(c, sender, &creds);
         *ret = creds;
         return 0;
 }

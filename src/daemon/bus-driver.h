@@ -17,8 +17,8 @@ void bus_driver_close(Context *c);
 
 /* The euid the bus driver saw when sender (a unique name) connected, never augmented from /proc.
  * A unique name is never reused and its uid never changes: the answer is kept. A blocking round trip
- * to dbus-daemon the first time: the bus gate asks first, without waiting (below), so that a method
- * handler finds the answer kept. */
+ * to dbus-daemon the first time (GetConnectionCredentials, whose groups are kept too): the bus gate
+ * asks first, without waiting (below), so that a method handler finds the answer kept. */
 int bus_driver_uid(Context *c, const char *sender, uid_t *ret);
 
 /* The same without waiting: 0 and *ret from what is kept; -EAGAIN while the driver is asked (one
